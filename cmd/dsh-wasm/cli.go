@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks an error as the caller's misuse of the command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// streams are the process's standard streams, passed down explicitly so
+// that tests run commands in-process.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+func newRoot(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dsh-wasm",
+		Short: "Run AI agents whose tools are sandboxed WebAssembly plugins",
+		Long: `dsh-wasm runs AI agents. Their tools and prompt contributors are
+WebAssembly plugins that can do only what the operator grants them.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRenderCmd(s))
+	return root
+}
+
+// run executes the command line args and returns the exit status.
+func run(args []string, in io.Reader, out, errOut io.Writer) int {
+	root := newRoot(streams{in: in, out: out, err: errOut})
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	// Cobra reports an unknown subcommand itself, as a plain error.
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		fmt.Fprintf(errOut, "error: %s (see '%s --help')\n", oneLine(err.Error()), cmd.CommandPath())
+		return 2
+	}
+	fmt.Fprintln(errOut, "error: "+oneLine(err.Error()))
+	return 1
+}
+
+// usageArgs wraps a positional-argument validator so that its failures are
+// usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+}

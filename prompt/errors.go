@@ -1,0 +1,98 @@
+package prompt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Registration errors. A *RegistrationError wraps one of these.
+var (
+	ErrDuplicateSection   = errors.New("duplicate section name")
+	ErrInvalidSectionName = errors.New("invalid section name")
+	ErrDuplicateVariable  = errors.New("duplicate variable name")
+	ErrInvalidVariable    = errors.New("invalid variable name")
+	ErrDuplicateTool      = errors.New("duplicate tool name")
+	ErrInvalidToolName    = errors.New("invalid tool name")
+	ErrInvalidToolSchema  = errors.New("invalid tool parameters schema")
+	ErrNotRegistered      = errors.New("not registered")
+	ErrNilHook            = errors.New("nil assemble hook")
+	// ErrListenerRejected: a change listener failed, and the change was
+	// rolled back.
+	ErrListenerRejected = errors.New("change listener rejected the registration")
+)
+
+// Render errors. A *RenderError wraps one of these.
+var (
+	// ErrUnknownVariable: {{name}} names no registered variable.
+	ErrUnknownVariable = errors.New("unknown variable")
+	// ErrNoValue: {{name}} names a registered variable that has no value
+	// in this assembly.
+	ErrNoValue = errors.New("variable has no value")
+	// ErrMalformedReference: a complete {{…}} group whose content is not a
+	// well-formed variable name.
+	ErrMalformedReference = errors.New("malformed variable reference")
+	// ErrUnbalancedBraces: a {{ that opens no complete group while a }}
+	// follows it.
+	ErrUnbalancedBraces = errors.New("unbalanced braces")
+)
+
+// ErrProvider is wrapped by every *ProviderError.
+var ErrProvider = errors.New("prompt provider failed")
+
+// RegistrationError reports a registration the Registry refused.
+type RegistrationError struct {
+	Kind string // "section", "variable", "tool" or "assemble hook"
+	Name string
+	Err  error // one of the registration sentinels, possibly wrapped
+}
+
+func (e *RegistrationError) Error() string {
+	return fmt.Sprintf("register %s %q: %v", e.Kind, e.Name, e.Err)
+}
+
+func (e *RegistrationError) Unwrap() error { return e.Err }
+
+// RenderError reports why a section could not be rendered.
+type RenderError struct {
+	Section string
+	Err     error // one of the render sentinels
+	// Ref is the offending text: the whole {{…}} group, or the {{ and what
+	// follows it up to the next }} for unbalanced braces.
+	Ref string
+	// Offset is the byte offset of Ref in the section text.
+	Offset int
+	// Known lists the registered variable names, sorted, for
+	// ErrUnknownVariable.
+	Known []string
+}
+
+func (e *RenderError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "render section %q: %v %s at byte %d", e.Section, e.Err, e.Ref, e.Offset)
+	if errors.Is(e.Err, ErrUnknownVariable) {
+		if len(e.Known) == 0 {
+			b.WriteString(" (no variables are registered)")
+		} else {
+			fmt.Fprintf(&b, " (registered: %s)", strings.Join(e.Known, ", "))
+		}
+	}
+	return b.String()
+}
+
+func (e *RenderError) Unwrap() error { return e.Err }
+
+// ProviderError reports a section text or variable provider, or an assemble
+// hook, that failed during Assemble.
+type ProviderError struct {
+	Kind string // "section", "variable" or "assemble hook"
+	Name string
+	Err  error
+}
+
+func (e *ProviderError) Error() string {
+	return fmt.Sprintf("%s %q: %v", e.Kind, e.Name, e.Err)
+}
+
+// Unwrap returns both ErrProvider and the provider's own error.
+func (e *ProviderError) Unwrap() []error { return []error{ErrProvider, e.Err} }
