@@ -1,0 +1,112 @@
+package events
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Mode is how a dispatch treats its listeners. The package documentation
+// has the table of core events and their modes.
+type Mode uint8
+
+const (
+	// Any is the mode of an event outside the core table: it may be
+	// emitted in every mode.
+	Any Mode = iota
+	// Plain: listeners run in subscription order; the first failure stops
+	// the dispatch and reaches the emitter (Emit).
+	Plain
+	// Contained: every listener runs; failures are logged and joined, and
+	// never stop the dispatch (EmitContained).
+	Contained
+	// Serial: as Plain, and no two dispatches of the event overlap
+	// (EmitSerial).
+	Serial
+	// Waterfall: listeners run in order, each receiving the previous one's
+	// output; the first failure stops the dispatch (Waterfall).
+	Waterfall
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Any:
+		return "any"
+	case Plain:
+		return "plain"
+	case Contained:
+		return "contained"
+	case Serial:
+		return "serial"
+	case Waterfall:
+		return "waterfall"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Core event names. The comment gives each one's mode.
+const (
+	// EventProviderAdded (plain): a subagent provider was registered. A
+	// failing listener fails the registration, which is rolled back.
+	EventProviderAdded = "subagent/provider-added"
+	// EventProviderRemoved (contained): a subagent provider was removed.
+	// The removal always completes.
+	EventProviderRemoved = "subagent/provider-removed"
+	// EventAgentPreStep (serial): before each agent step; compaction
+	// listens here.
+	EventAgentPreStep = "agent/pre-step"
+	// EventAssemble (waterfall): the assembled system prompt, before
+	// rendering.
+	EventAssemble = "system-prompt/assemble"
+	// EventAgentRequest (waterfall): the model request, before it is sent.
+	EventAgentRequest = "agent/request"
+	// EventToolPreExecute (waterfall): a tool call, before it runs.
+	EventToolPreExecute = "tool/pre-execute"
+	// EventToolPostExecute (waterfall): a tool result, before the model
+	// sees it.
+	EventToolPostExecute = "tool/post-execute"
+	// EventAgentStart (contained): an agent started.
+	EventAgentStart = "agent/start"
+	// EventAgentEnd (contained): an agent ended.
+	EventAgentEnd = "agent/end"
+	// EventTurnStart (contained): a turn started.
+	EventTurnStart = "turn/start"
+	// EventTurnEnd (contained): a turn ended.
+	EventTurnEnd = "turn/end"
+	// EventSubagentStart (contained): a subagent started.
+	EventSubagentStart = "subagent/start"
+	// EventSubagentEnd (contained): a subagent ended.
+	EventSubagentEnd = "subagent/end"
+	// EventPluginLoaded (contained): a plugin was loaded.
+	EventPluginLoaded = "plugin/loaded"
+	// EventPluginUnloaded (contained): a plugin was unloaded.
+	EventPluginUnloaded = "plugin/unloaded"
+)
+
+var coreModes = map[string]Mode{
+	EventProviderAdded:   Plain,
+	EventProviderRemoved: Contained,
+	EventAgentPreStep:    Serial,
+	EventAssemble:        Waterfall,
+	EventAgentRequest:    Waterfall,
+	EventToolPreExecute:  Waterfall,
+	EventToolPostExecute: Waterfall,
+	EventAgentStart:      Contained,
+	EventAgentEnd:        Contained,
+	EventTurnStart:       Contained,
+	EventTurnEnd:         Contained,
+	EventSubagentStart:   Contained,
+	EventSubagentEnd:     Contained,
+	EventPluginLoaded:    Contained,
+	EventPluginUnloaded:  Contained,
+}
+
+// ModeOf returns the mode of a core event, and Any for every other event.
+func ModeOf(event string) Mode { return coreModes[event] }
+
+// checkMode refuses to dispatch a core event in a mode not its own.
+func checkMode(event string, used Mode) error {
+	if m := ModeOf(event); m != Any && m != used {
+		return fmt.Errorf("%w: %q is a %s event, not %s", ErrWrongMode, event, m, used)
+	}
+	return nil
+}
