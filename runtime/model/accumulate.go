@@ -1,0 +1,266 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Accumulator builds the assistant message of one model call from its
+// streamed chunks, checking that they follow the chunk protocol:
+//
+//   - blocks are opened with block-start at the next free index (0, 1, …,
+//     in order of appearance) and a known block type;
+//   - a delta names an open block of the matching type; the first delta of
+//     a tool call carries its ID and Name, later ones may repeat them but
+//     not change them;
+//   - block-end names an open block; the block it carries, when present,
+//     must equal what the deltas built;
+//   - finish comes last, after every block has ended; usage may come
+//     anywhere before it (a later usage replaces an earlier one).
+//
+// The first violation is returned by Add, wrapping ErrMalformedStream, and
+// every later Add returns it again. The zero value is ready to use. An
+// Accumulator is not safe for concurrent use.
+type Accumulator struct {
+	blocks    []*accBlock
+	usage     *Usage
+	finish    *FinishReason
+	chunks    int
+	err       error
+	toolCalls int // number of tool-call blocks
+}
+
+type accBlock struct {
+	part  Part
+	text  strings.Builder // reasoning/text content or tool-call arguments
+	ended bool
+	named bool // a tool call's first delta has been seen
+}
+
+// Add consumes the next chunk.
+func (a *Accumulator) Add(c Chunk) error {
+	if a.err != nil {
+		return a.err
+	}
+	n := a.chunks
+	a.chunks++
+	if err := a.add(c); err != nil {
+		a.err = fmt.Errorf("%w: chunk %d (%s): %s", ErrMalformedStream, n, c.Type, err)
+		return a.err
+	}
+	return nil
+}
+
+// malformed is the detail of a protocol violation; Add wraps it.
+type malformed string
+
+func (m malformed) Error() string { return string(m) }
+
+func malformedf(format string, args ...any) error {
+	return malformed(fmt.Sprintf(format, args...))
+}
+
+func (a *Accumulator) add(c Chunk) error {
+	if a.finish != nil {
+		return malformed("chunk after finish")
+	}
+	switch c.Type {
+	case ChunkBlockStart:
+		if c.Index != len(a.blocks) {
+			if c.Index >= 0 && c.Index < len(a.blocks) {
+				return malformedf("block %d started twice", c.Index)
+			}
+			return malformedf("block-start index %d, want next index %d", c.Index, len(a.blocks))
+		}
+		switch c.BlockType {
+		case BlockReasoning, BlockText, BlockToolCall:
+		default:
+			return malformedf("block %d has unknown block type %q", c.Index, c.BlockType)
+		}
+		if c.BlockType == BlockToolCall {
+			a.toolCalls++
+		}
+		a.blocks = append(a.blocks, &accBlock{part: Part{Type: c.BlockType}})
+		return nil
+
+	case ChunkReasoningDelta, ChunkTextDelta:
+		want := BlockReasoning
+		if c.Type == ChunkTextDelta {
+			want = BlockText
+		}
+		b, err := a.open(c.Index, want)
+		if err != nil {
+			return err
+		}
+		b.text.WriteString(c.Text)
+		return nil
+
+	case ChunkToolCallDelta:
+		b, err := a.open(c.Index, BlockToolCall)
+		if err != nil {
+			return err
+		}
+		if !b.named {
+			if c.ID == "" || c.Name == "" {
+				return malformedf("first delta of tool call %d lacks its id or name", c.Index)
+			}
+			b.part.ID, b.part.Name, b.named = c.ID, c.Name, true
+		} else {
+			if c.ID != "" && c.ID != b.part.ID {
+				return malformedf("tool call %d changed id from %q to %q", c.Index, b.part.ID, c.ID)
+			}
+			if c.Name != "" && c.Name != b.part.Name {
+				return malformedf("tool call %d changed name from %q to %q", c.Index, b.part.Name, c.Name)
+			}
+		}
+		b.text.WriteString(c.ArgumentsDelta)
+		return nil
+
+	case ChunkBlockEnd:
+		if c.Index < 0 || c.Index >= len(a.blocks) {
+			return malformedf("end of unopened block %d", c.Index)
+		}
+		b := a.blocks[c.Index]
+		if b.ended {
+			return malformedf("block %d ended twice", c.Index)
+		}
+		if b.part.Type == BlockToolCall && !b.named {
+			return malformedf("tool call %d ended without an id and name", c.Index)
+		}
+		b.ended = true
+		built := b.built()
+		if c.Block != nil && *c.Block != built {
+			return malformedf("block-end %d carries %s, but the deltas built %s",
+				c.Index, describePart(*c.Block), describePart(built))
+		}
+		return nil
+
+	case ChunkUsage:
+		if c.Usage == nil {
+			return malformed("usage chunk without usage")
+		}
+		u := *c.Usage
+		a.usage = &u
+		return nil
+
+	case ChunkFinish:
+		if c.Reason == nil || c.Reason.Kind == "" {
+			return malformed("finish chunk without a reason")
+		}
+		for i := range a.blocks {
+			if !a.blocks[i].ended {
+				return malformedf("finish while block %d is still open", i)
+			}
+		}
+		r := *c.Reason
+		a.finish = &r
+		return nil
+	}
+	return malformedf("unknown chunk type %q", c.Type)
+}
+
+// open returns the open block at index, which must be of type want.
+func (a *Accumulator) open(index int, want string) (*accBlock, error) {
+	if index < 0 || index >= len(a.blocks) {
+		return nil, malformedf("delta for unopened block %d", index)
+	}
+	b := a.blocks[index]
+	if b.ended {
+		return nil, malformedf("delta for ended block %d", index)
+	}
+	if b.part.Type != want {
+		return nil, malformedf("%s delta for %s block %d", want, b.part.Type, index)
+	}
+	return b, nil
+}
+
+func (b *accBlock) built() Part {
+	p := b.part
+	if p.Type == BlockToolCall {
+		p.Arguments = b.text.String()
+	} else {
+		p.Text = b.text.String()
+	}
+	return p
+}
+
+func describePart(p Part) string {
+	const limit = 80
+	s := p.Text
+	if p.Type == BlockToolCall {
+		s = p.Name + "#" + p.ID + " " + p.Arguments
+	}
+	if len(s) > limit {
+		s = s[:limit] + "…"
+	}
+	return fmt.Sprintf("%s %q", p.Type, s)
+}
+
+// Err returns the protocol violation Add reported, if any.
+func (a *Accumulator) Err() error { return a.err }
+
+// Parts returns the content built so far, one part per block in index
+// order. Blocks still open are included with what their deltas carried,
+// so a cut or cancelled stream keeps its partial content.
+func (a *Accumulator) Parts() []Part {
+	parts := make([]Part, len(a.blocks))
+	for i := range a.blocks {
+		parts[i] = a.blocks[i].built()
+	}
+	return parts
+}
+
+// ToolCalls returns the tool-call parts, in index order.
+func (a *Accumulator) ToolCalls() []Part {
+	calls := make([]Part, 0, a.toolCalls)
+	for i := range a.blocks {
+		if a.blocks[i].part.Type == BlockToolCall {
+			calls = append(calls, a.blocks[i].built())
+		}
+	}
+	return calls
+}
+
+// Message returns the assistant message built so far.
+func (a *Accumulator) Message() Message {
+	return Message{Role: RoleAssistant, Content: a.Parts()}
+}
+
+// Usage returns the last usage reported, and whether there was one.
+func (a *Accumulator) Usage() (Usage, bool) {
+	if a.usage == nil {
+		return Usage{}, false
+	}
+	return *a.usage, true
+}
+
+// FinishReason returns the finish reason, and whether the stream finished.
+func (a *Accumulator) FinishReason() (FinishReason, bool) {
+	if a.finish == nil {
+		return FinishReason{}, false
+	}
+	return *a.finish, true
+}
+
+// Finished reports whether the finish chunk has been consumed.
+func (a *Accumulator) Finished() bool { return a.finish != nil }
+
+// Complete reports whether the stream is a whole answer: the first
+// protocol violation if there was one, otherwise an error wrapping
+// ErrStreamCut when no finish chunk arrived, otherwise nil.
+func (a *Accumulator) Complete() error {
+	if a.err != nil {
+		return a.err
+	}
+	if a.finish == nil {
+		open := 0
+		for i := range a.blocks {
+			if !a.blocks[i].ended {
+				open++
+			}
+		}
+		return fmt.Errorf("%w: no finish chunk after %d chunks (%d blocks, %d still open)",
+			ErrStreamCut, a.chunks, len(a.blocks), open)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package deepseek
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+)
+
+// The request body of POST /chat/completions.
+type chatRequest struct {
+	Model           string        `json:"model"`
+	Messages        []chatMessage `json:"messages"`
+	Tools           []chatTool    `json:"tools,omitempty"`
+	MaxTokens       int           `json:"max_tokens,omitempty"`
+	Stream          bool          `json:"stream"`
+	StreamOptions   streamOptions `json:"stream_options"`
+	Thinking        *thinking     `json:"thinking,omitempty"`
+	ReasoningEffort string        `json:"reasoning_effort,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type thinking struct {
+	Type ThinkingMode `json:"type"`
+}
+
+type chatMessage struct {
+	Role             string         `json:"role"`
+	Content          string         `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string      `json:"type"`
+	Function chatToolDef `json:"function"`
+}
+
+type chatToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// emptySchema stands for a tool that takes no parameters.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// encodeRequest renders req in DeepSeek's shape.
+//
+// The system prompt becomes the first message. User and tool messages
+// carry their text parts joined by a blank line. An assistant message
+// carries its text parts concatenated, its tool calls, and — when it made
+// tool calls — its reasoning as reasoning_content, which thinking mode
+// requires back after tool calls (reasoning of other messages is dropped:
+// the API ignores it).
+func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
+	body := chatRequest{
+		Model:           req.Model,
+		MaxTokens:       req.MaxTokens,
+		Stream:          true,
+		StreamOptions:   streamOptions{IncludeUsage: true},
+		ReasoningEffort: p.cfg.ReasoningEffort,
+	}
+	if body.Model == "" {
+		body.Model = p.cfg.Model
+	}
+	if req.MaxTokens < 0 {
+		return nil, fmt.Errorf("negative max tokens %d", req.MaxTokens)
+	}
+	if p.cfg.Thinking != ThinkingDefault {
+		body.Thinking = &thinking{Type: p.cfg.Thinking}
+	}
+	body.Messages = make([]chatMessage, 0, len(req.Messages)+1)
+	if req.System != "" {
+		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: req.System})
+	}
+	for i, m := range req.Messages {
+		cm, err := encodeMessage(m)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		body.Messages = append(body.Messages, cm)
+	}
+	for i, t := range req.Tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("tool %d has no name", i)
+		}
+		params := t.Parameters
+		if len(params) == 0 || string(params) == "null" {
+			params = emptySchema
+		} else if !json.Valid(params) {
+			return nil, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
+		}
+		body.Tools = append(body.Tools, chatTool{
+			Type:     "function",
+			Function: chatToolDef{Name: t.Name, Description: t.Description, Parameters: params},
+		})
+	}
+	return json.Marshal(body)
+}
+
+func encodeMessage(m model.Message) (chatMessage, error) {
+	switch m.Role {
+	case model.RoleUser, model.RoleTool:
+		texts := make([]string, 0, len(m.Content))
+		for _, p := range m.Content {
+			if p.Type != model.BlockText {
+				return chatMessage{}, fmt.Errorf("%s part in a %s message", p.Type, m.Role)
+			}
+			texts = append(texts, p.Text)
+		}
+		cm := chatMessage{Role: m.Role, Content: strings.Join(texts, "\n\n")}
+		if m.Role == model.RoleTool {
+			if m.ToolCallID == "" {
+				return chatMessage{}, fmt.Errorf("tool message without a tool call id")
+			}
+			cm.ToolCallID = m.ToolCallID
+		}
+		return cm, nil
+
+	case model.RoleAssistant:
+		var text, reasoning strings.Builder
+		hasReasoning := false
+		cm := chatMessage{Role: m.Role}
+		for _, p := range m.Content {
+			switch p.Type {
+			case model.BlockText:
+				text.WriteString(p.Text)
+			case model.BlockReasoning:
+				hasReasoning = true
+				reasoning.WriteString(p.Text)
+			case model.BlockToolCall:
+				if p.ID == "" || p.Name == "" {
+					return chatMessage{}, fmt.Errorf("tool call without an id or name")
+				}
+				args := p.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				cm.ToolCalls = append(cm.ToolCalls, chatToolCall{
+					ID: p.ID, Type: "function",
+					Function: chatFunction{Name: p.Name, Arguments: args},
+				})
+			default:
+				return chatMessage{}, fmt.Errorf("unknown part type %q", p.Type)
+			}
+		}
+		cm.Content = text.String()
+		if len(cm.ToolCalls) > 0 && hasReasoning {
+			r := reasoning.String()
+			cm.ReasoningContent = &r
+		}
+		return cm, nil
+	}
+	return chatMessage{}, fmt.Errorf("unknown role %q", m.Role)
+}
