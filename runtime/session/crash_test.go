@@ -1,0 +1,156 @@
+package session
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	crashDirEnv = "DSH_SESSION_CRASH_DIR"
+	crashID     = "crash"
+	crashTurns  = 3
+)
+
+// crashRun is what the crashing process writes: complete turns, each
+// flushed at its end, then a turn that reaches a tool call, flushed (so
+// the open turn is on disk), and then one more event that is never
+// flushed. emit appends; flush flushes.
+func crashRun(emit func(Event) Event, flush func()) (call Event) {
+	for turn := 1; turn <= crashTurns; turn++ {
+		script(turn, turn%2 == 0, emit)
+		flush()
+	}
+	emit(NewEvent(TurnStart{Turn: crashTurns + 1, Trigger: &Trigger{Kind: TriggerMessage, Source: &Source{Kind: SourceUser}}}))
+	emit(NewEvent(UserMessage{Content: TextContent("long task"), Source: Source{Kind: SourceUser}}))
+	call = scriptToolCall(crashTurns+1, 1, emit)
+	flush()
+	emit(NewEvent(UserMessage{Content: TextContent("never flushed"), Source: Source{Kind: SourcePlugin, Plugin: "x"}}))
+	return call
+}
+
+// TestCrashHelper is the crashing process of TestCrashRecovery; it does
+// nothing in a normal run.
+func TestCrashHelper(t *testing.T) {
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Skip("helper process for TestCrashRecovery")
+	}
+	store := NewStore(dir, WithClock(newClock(1_700_000_000_000).now))
+	s, err := store.Create(Header{ID: crashID, Cwd: "/crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashRun(func(e Event) Event { return mustAppend(t, s, e) }, func() {
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	os.Stdout.WriteString("\nready\n")
+	time.Sleep(time.Minute) // killed before this ends
+	t.Fatal("not killed")
+}
+
+// A process killed in the middle of a turn leaves every completed turn
+// intact, and Open closes the open turn as interrupted, failing its
+// unanswered tool call.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a subprocess")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "ready" {
+				ready <- true
+				return
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("helper exited before it was ready")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("helper not ready after 30s")
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	// What the helper wrote, rebuilt in memory the same way.
+	m := newMemLog(t, Header{ID: crashID, Cwd: "/crash"})
+	var flushed int
+	call := crashRun(m.emit, func() { flushed = len(m.st.events) })
+
+	store := NewStore(dir, WithClock(newClock(1_800_000_000_000).now))
+	s, err := store.Open(crashID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	events := s.Events()
+	if len(events) != flushed+3 {
+		t.Fatalf("%d events after recovery, want %d flushed + 3 closing", len(events), flushed)
+	}
+	for i := range flushed {
+		got, want := events[i], m.st.events[i]
+		if got.Seq != want.Seq || got.Type != want.Type || string(got.Data) != string(want.Data) ||
+			!slices.Equal(got.SourceEventSeqs, want.SourceEventSeqs) {
+			t.Fatalf("event %d:\n%+v\nwant\n%+v", i, got, want)
+		}
+	}
+	// Every completed turn ended completed; the open one interrupted.
+	var ends []string
+	for _, e := range events {
+		if e.Type == TypeTurnEnd {
+			te, _ := As[TurnEnd](e)
+			ends = append(ends, te.Reason.Kind)
+		}
+	}
+	want := append(slices.Repeat([]string{EndCompleted}, crashTurns), EndInterrupted)
+	if !slices.Equal(ends, want) {
+		t.Errorf("turn ends %v, want %v", ends, want)
+	}
+	rec := s.Recovery()
+	if got := eventTypes(rec.Closed); !slices.Equal(got, []string{TypeToolResult, TypeStepEnd, TypeTurnEnd}) {
+		t.Fatalf("closing events %v", got)
+	}
+	res, _ := As[ToolResult](rec.Closed[0])
+	if res.CallID != callID(crashTurns+1, 1) || !res.IsError || rec.Closed[0].SourceEventSeqs[0] != call.Seq {
+		t.Errorf("closing tool result %+v", res)
+	}
+	for _, msg := range s.Messages() {
+		if strings.Contains(msg.Content[0].Text, "never flushed") {
+			t.Error("an unflushed event survived the crash")
+		}
+	}
+	// The repairs are on disk: reading the file again finds nothing to do.
+	log, err := ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.Recovery.Repaired() || len(log.Events) != len(events) {
+		t.Errorf("file after Open: %d events, recovery %s", len(log.Events), log.Recovery)
+	}
+}

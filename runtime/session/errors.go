@@ -1,0 +1,55 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by this package, wrapped with detail. Callers test with
+// errors.Is.
+var (
+	// ErrNotFound: no session file has the requested id.
+	ErrNotFound = errors.New("session not found")
+	// ErrExists: Create found a session file with the same id.
+	ErrExists = errors.New("session already exists")
+	// ErrInvalidID: a session id that cannot name a file.
+	ErrInvalidID = errors.New("invalid session id")
+	// ErrCorrupt: a session file that cannot be read. The error is a
+	// *CorruptError naming the file and line.
+	ErrCorrupt = errors.New("corrupt session file")
+	// ErrUnsupportedVersion: a header whose format version is not 0.
+	ErrUnsupportedVersion = errors.New("unsupported session format version")
+	// ErrInvalidEvent: Append, Create or Compact refused an event that
+	// breaks the format (bad data shape, bad surface op, broken seed).
+	ErrInvalidEvent = errors.New("invalid session event")
+	// ErrWrongType: As was asked to decode an event of another type.
+	ErrWrongType = errors.New("wrong session event type")
+	// ErrClosed: the session was closed.
+	ErrClosed = errors.New("session closed")
+	// ErrLocked: the session file is open elsewhere, in this process or
+	// another.
+	ErrLocked = errors.New("session in use")
+	// ErrBroken: what reached the disk is unknown, because an fsync
+	// failed or a failed write could not be undone. The session refuses
+	// further writes; reopen it to recover from the file.
+	ErrBroken = errors.New("session file in unknown state after failed sync")
+)
+
+// CorruptError reports a session file that cannot be read: Path and the
+// 1-based Line at fault (0 when the fault is not one line's). It matches
+// ErrCorrupt under errors.Is.
+type CorruptError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%v: %s:%d: %v", ErrCorrupt, e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%v: %s: %v", ErrCorrupt, e.Path, e.Err)
+}
+
+// Unwrap lets errors.Is match ErrCorrupt and the underlying cause.
+func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }

@@ -1,0 +1,449 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+)
+
+// memLog builds the text of a session file in memory, as a writer would.
+type memLog struct {
+	t   testing.TB
+	st  state
+	buf bytes.Buffer
+}
+
+func newMemLog(t testing.TB, h Header) *memLog {
+	t.Helper()
+	m := &memLog{t: t}
+	b, err := h.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.buf.Write(append(b, '\n'))
+	m.st.header = h
+	return m
+}
+
+func (m *memLog) emit(e Event) Event {
+	m.t.Helper()
+	e.Seq, e.Time = int64(len(m.st.events)), 1000+int64(len(m.st.events))
+	err := normalize(&e)
+	var line []byte
+	if err == nil {
+		line, err = encodeLine(&e)
+	}
+	if err == nil {
+		err = m.st.add(e)
+	}
+	if err != nil {
+		m.t.Fatalf("emit %s: %v", e.Type, err)
+	}
+	m.buf.Write(line)
+	return e
+}
+
+func (m *memLog) String() string { return m.buf.String() }
+
+var testHeader = Header{ID: "s1", CreatedAt: 5, Cwd: "/home/u/ws"}
+
+// A session cut off after a tool call: two complete turns, then a third
+// that called a tool and got no result.
+func crashedLog(t *testing.T) (*memLog, Event) {
+	m := newMemLog(t, testHeader)
+	script(1, false, m.emit)
+	script(2, true, m.emit)
+	m.emit(NewEvent(TurnStart{Turn: 3, Trigger: &Trigger{Kind: TriggerMessage, Source: &Source{Kind: SourceUser}}}))
+	m.emit(NewEvent(UserMessage{Content: TextContent("third"), Source: Source{Kind: SourceUser}}))
+	call := scriptToolCall(3, 1, m.emit)
+	return m, call
+}
+
+func TestReadFileRepairsUnclosedTurn(t *testing.T) {
+	m, call := crashedLog(t)
+	n := len(m.st.events)
+	log, err := ReadFile(writeFile(t, m.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := log.Recovery
+	if !rec.Repaired() || rec.TornLine != 0 || rec.AddedNewline {
+		t.Fatalf("recovery %+v", rec)
+	}
+	if got, want := eventTypes(rec.Closed), []string{TypeToolResult, TypeStepEnd, TypeTurnEnd}; !slices.Equal(got, want) {
+		t.Fatalf("closing events %v, want %v", got, want)
+	}
+	if len(log.Events) != n+3 {
+		t.Fatalf("%d events, want %d", len(log.Events), n+3)
+	}
+	for i, e := range rec.Closed {
+		if e.Seq != int64(n+i) {
+			t.Errorf("closing event %d has seq %d, want %d", i, e.Seq, n+i)
+		}
+	}
+	res, err := As[ToolResult](rec.Closed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CallID != callID(3, 1) || !res.IsError || !strings.HasPrefix(res.Content.Text(), "interrupted: ") ||
+		res.Turn != 3 || res.Step != 1 {
+		t.Errorf("tool result %+v", res)
+	}
+	if !slices.Equal(rec.Closed[0].SourceEventSeqs, []int64{call.Seq}) {
+		t.Errorf("tool result sources %v, want [%d]", rec.Closed[0].SourceEventSeqs, call.Seq)
+	}
+	if se, _ := As[StepEnd](rec.Closed[1]); se.Turn != 3 || se.Step != 1 {
+		t.Errorf("step end %+v", se)
+	}
+	te, _ := As[TurnEnd](rec.Closed[2])
+	if te.Turn != 3 || te.Reason.Kind != EndInterrupted {
+		t.Errorf("turn end %+v", te)
+	}
+	if !strings.Contains(rec.String(), "closed turn 3 as interrupted (1 unanswered") {
+		t.Errorf("recovery string %q", rec.String())
+	}
+
+	// The conversation stays valid: the call is answered.
+	msgs, err := Messages(log.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := msgs[len(msgs)-1]
+	if last.Role != model.RoleTool || last.ToolCallID != callID(3, 1) || !last.IsError {
+		t.Errorf("last message %+v", last)
+	}
+}
+
+func TestReadFileClosesTurnWithoutStep(t *testing.T) {
+	m := newMemLog(t, testHeader)
+	script(1, false, m.emit)
+	m.emit(NewEvent(TurnStart{Turn: 2}))
+	log, err := ReadFile(writeFile(t, m.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eventTypes(log.Recovery.Closed); !slices.Equal(got, []string{TypeTurnEnd}) {
+		t.Fatalf("closing events %v", got)
+	}
+}
+
+func TestTornLastLine(t *testing.T) {
+	m, _ := crashedLog(t)
+	good := m.String()
+	for _, tail := range []string{
+		`{"type":"assistant/chunk","seq":`,           // cut mid-line
+		`{"type":"step/end","seq":9,"time":1` + "\n", // invalid even with a newline
+		"\x00\x00\x00\x00",                           // zero-filled blocks
+	} {
+		t.Run(fmt.Sprintf("%q", tail), func(t *testing.T) {
+			log, err := ReadFile(writeFile(t, good+tail))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLine := strings.Count(good, "\n") + 1
+			if log.Recovery.TornLine != wantLine || log.Recovery.TornBytes != int64(len(tail)) {
+				t.Errorf("recovery %+v, want torn line %d of %d bytes", log.Recovery, wantLine, len(tail))
+			}
+			if len(log.Recovery.Closed) != 3 {
+				t.Errorf("closing events %v", eventTypes(log.Recovery.Closed))
+			}
+
+			// Open cuts the line off the file and writes the repairs.
+			store, root := newTestStore(t)
+			path := filepath.Join(root, dirName(testHeader.Cwd), testHeader.ID+".jsonl")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(good+tail), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := store.Open(testHeader.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Recovery().TornLine != wantLine {
+				t.Errorf("Open recovery %+v", s.Recovery())
+			}
+			mustAppend(t, s, NewEvent(TurnStart{Turn: 4}))
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(data), good) || strings.HasPrefix(string(data[len(good):]), tail) {
+				t.Fatalf("file after repair:\n%s", data)
+			}
+			log, err = ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if log.Recovery.TornLine != 0 {
+				t.Errorf("torn line left on disk: %+v", log.Recovery)
+			}
+			rest := eventTypes(log.Events[len(m.st.events):])
+			want := []string{TypeToolResult, TypeStepEnd, TypeTurnEnd, TypeTurnStart, TypeTurnEnd}
+			if !slices.Equal(rest, want) {
+				t.Errorf("events after the crash point %v, want %v", rest, want)
+			}
+		})
+	}
+}
+
+func TestMissingFinalNewline(t *testing.T) {
+	m := newMemLog(t, testHeader)
+	script(1, false, m.emit)
+	text := strings.TrimSuffix(m.String(), "\n")
+	log, err := ReadFile(writeFile(t, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !log.Recovery.AddedNewline || log.Recovery.TornLine != 0 || len(log.Events) != len(m.st.events) {
+		t.Fatalf("recovery %+v, %d events", log.Recovery, len(log.Events))
+	}
+
+	store, root := newTestStore(t)
+	path := filepath.Join(root, dirName(testHeader.Cwd), testHeader.ID+".jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(testHeader.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, NewEvent(TurnStart{Turn: 2}))
+	mustAppend(t, s, NewEvent(TurnEnd{Turn: 2, Reason: EndReason{Kind: EndCompleted}}))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log, err = ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.Recovery.Repaired() || len(log.Events) != len(m.st.events)+2 {
+		t.Fatalf("after reopen: recovery %+v, %d events", log.Recovery, len(log.Events))
+	}
+}
+
+func TestCorruptFiles(t *testing.T) {
+	m := newMemLog(t, testHeader)
+	script(1, false, m.emit)
+	lines := strings.SplitAfter(m.String(), "\n")
+	good := strings.Join(lines, "")
+	replaceLine := func(i int, s string) string {
+		l := slices.Clone(lines)
+		l[i] = s + "\n"
+		return strings.Join(l, "")
+	}
+	for _, tc := range []struct {
+		name    string
+		content string
+		line    int
+		want    string
+	}{
+		{"empty", "", 0, "no header"},
+		{"malformed middle line", replaceLine(3, `{"type":"step/start",`), 4, ""},
+		{"blank before header", "\n" + good, 1, "blank line"},
+		{"torn header", `{"type":"session","vers`, 1, "torn header"},
+		{"not a header", replaceLine(0, `{"type":"turn/start","seq":0,"time":0,"data":{}}`), 1, "header type"},
+		{"seq gap", replaceLine(3, strings.Replace(strings.TrimSuffix(lines[3], "\n"), `"seq":2`, `"seq":7`, 1)), 4, "seq 7, want 2"},
+		{"missing data", replaceLine(2, `{"type":"x","seq":1,"time":0}`), 3, `no "data"`},
+		{"duplicate key", replaceLine(2, `{"type":"x","seq":1,"seq":1,"time":0,"data":{}}`), 3, "duplicate key"},
+		{"bad message data", replaceLine(2, `{"type":"user/message","seq":1,"time":0,"data":{"content":"hi"},"surfaceOp":"append"}`), 3, ""},
+		{"tool call without id", replaceLine(2, `{"type":"tool/call","seq":1,"time":0,"data":{"name":"x","arguments":"{}"}}`), 3, "no callId"},
+		{"surface op on a boundary", replaceLine(2, `{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1},"surfaceOp":"append"}`), 3, "only messages"},
+		{"unknown surface op", replaceLine(2, `{"type":"x","seq":1,"time":0,"data":{},"surfaceOp":"prepend"}`), 3, "unknown surface op"},
+		{"replace off the surface", replaceLine(2, `{"type":"user/message","seq":1,"time":0,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":{"op":"replace","start":0,"end":0}}`), 3, "not on the surface"},
+		{"source not earlier", replaceLine(2, `{"type":"x","seq":1,"time":0,"data":{},"sourceEventSeqs":[1]}`), 3, "not an earlier event"},
+		{"seed too long", replaceLine(0, `{"type":"session","version":0,"id":"s1","createdAt":5,"seedLength":99}`), 1, "seedLength 99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.content)
+			_, err := ReadFile(path)
+			var ce *CorruptError
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a CorruptError", err)
+			}
+			if ce.Line != tc.line || ce.Path != path {
+				t.Errorf("error names %s:%d, want line %d", ce.Path, ce.Line, tc.line)
+			}
+			if tc.line > 0 && !strings.Contains(err.Error(), fmt.Sprintf("%s:%d: ", path, tc.line)) {
+				t.Errorf("message %q does not name file:line", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("message %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnsupportedVersion(t *testing.T) {
+	_, err := ReadFile(writeFile(t, `{"type":"session","version":1,"id":"s","createdAt":0}`+"\n"))
+	if !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Unknown event types, unknown keys (of events and the header) and a
+// header with placeholders, an empty cwd and a zero seedLength survive
+// reading and writing unchanged.
+func TestUnknownContentPreserved(t *testing.T) {
+	content := `{"type":"session","version":0,"id":"{{sessionId}}","createdAt":0,"cwd":"","seedLength":0,"delegationDepth":1}` + "\n" +
+		`{"type":"todo/write","seq":0,"time":3,"data":{"todos":[{"content":"a <b>","status":"pending"}]},"ignorable":true}` + "\n" +
+		`{"seq":1,"type":"user/message","time":4,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"},"id":"m1"},"surfaceOp":"append","x":[1, 2]}` + "\n" +
+		`{"type":"compact/summary","seq":2,"time":5,"data":{"shadowedSeqs":[]}}` + "\n"
+	path := writeFile(t, content)
+	log, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	b, _ := log.Header.MarshalJSON()
+	out.Write(append(b, '\n'))
+	for _, e := range log.Events {
+		b, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(append(b, '\n'))
+	}
+	if out.String() != content {
+		t.Fatalf("re-encoded\n%s\nwant\n%s", out.String(), content)
+	}
+	if log.Header.Cwd != "" || log.Header.ID != "{{sessionId}}" {
+		t.Errorf("header %+v", log.Header)
+	}
+	if msgs, _ := Messages(log.Events); len(msgs) != 1 || msgs[0].Content[0].Text != "hi" {
+		t.Errorf("messages %+v", msgs)
+	}
+
+	// Through a store too: the file lands in _no-cwd, unchanged.
+	store, root := newTestStore(t)
+	h := log.Header
+	h.CreatedAt = 7 // Create would stamp a zero CreatedAt
+	s, err := store.Create(h, log.Events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, log.Events[0]) // re-append a todo/write: new seq and time, same data and keys
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(root, "_no-cwd", "{{sessionId}}.jsonl"); s.Path() != want {
+		t.Errorf("path %s, want %s", s.Path(), want)
+	}
+	data, _ := os.ReadFile(s.Path())
+	wantLast := `{"type":"todo/write","seq":3,"time":1700000000001,"data":{"todos":[{"content":"a <b>","status":"pending"}]},"ignorable":true}` + "\n"
+	want := strings.Replace(content, `"createdAt":0`, `"createdAt":7`, 1) + wantLast
+	if string(data) != want {
+		t.Fatalf("store wrote\n%s\nwant\n%s", data, want)
+	}
+}
+
+func TestSurfaceOpForms(t *testing.T) {
+	for _, tc := range []struct {
+		in, out string
+		want    SurfaceOp
+	}{
+		{`"append"`, `"append"`, SurfaceOp{Op: SurfaceAppend}},
+		{`{"op":"append"}`, `"append"`, SurfaceOp{Op: SurfaceAppend}},
+		{`"replace"`, `"replace"`, SurfaceOp{Op: SurfaceReplace}},
+		{`{"op":"replace","start":3,"end":9}`, `{"op":"replace","start":3,"end":9}`, SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{3, 9}}},
+		{`{"op":"replace","startSeq":3,"endSeq":9}`, `{"op":"replace","start":3,"end":9}`, SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{3, 9}}},
+	} {
+		var op SurfaceOp
+		if err := op.UnmarshalJSON([]byte(tc.in)); err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if op.Op != tc.want.Op || (op.Range == nil) != (tc.want.Range == nil) || (op.Range != nil && *op.Range != *tc.want.Range) {
+			t.Errorf("%s: got %+v", tc.in, op)
+		}
+		if b, _ := op.MarshalJSON(); string(b) != tc.out {
+			t.Errorf("%s: re-encoded %s, want %s", tc.in, b, tc.out)
+		}
+	}
+	for _, bad := range []string{`"prepend"`, `{"op":"replace","start":1}`, `{"op":"append","start":1,"end":2}`, `3`, `{"op":"x"}`} {
+		var op SurfaceOp
+		if err := op.UnmarshalJSON([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted as %+v", bad, op)
+		}
+	}
+}
+
+// Surface semantics: append adds, a ranged replace swaps a run for one
+// message, a bare replace swaps everything before it, and events without
+// a surface op are not seen.
+func TestMessagesSurfaceOps(t *testing.T) {
+	m := newMemLog(t, testHeader)
+	user := func(text string) Event {
+		return m.emit(NewEvent(UserMessage{Content: TextContent(text), Source: Source{Kind: SourceUser}}))
+	}
+	a := user("a")
+	user("b")
+	c := user("c")
+	hidden := NewEvent(UserMessage{Content: TextContent("hidden"), Source: Source{Kind: SourceUser}})
+	hidden.SurfaceOp = nil
+	m.emit(hidden)
+	user("d")
+	// An assistant message with no content (a step cut off) is left out.
+	m.emit(NewEvent(AssistantMessage{Turn: 1, Step: 1}))
+	texts := func() string {
+		msgs, err := Messages(m.st.events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []string
+		for _, msg := range msgs {
+			ts = append(ts, msg.Content[0].Text)
+		}
+		if want := m.st.surf.messages(); !slices.EqualFunc(msgs, want, func(x, y model.Message) bool {
+			return x.Content[0].Text == y.Content[0].Text
+		}) {
+			t.Errorf("Messages and the incremental surface disagree")
+		}
+		return strings.Join(ts, ",")
+	}
+	if got := texts(); got != "a,b,c,d" {
+		t.Fatalf("got %s", got)
+	}
+	r := NewEvent(UserMessage{Content: TextContent("S1"), Source: Source{Kind: SourcePlugin, Plugin: "compaction"}})
+	r.SurfaceOp = &SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{Start: a.Seq, End: c.Seq}}
+	s1 := m.emit(r)
+	if got := texts(); got != "S1,d" {
+		t.Fatalf("after ranged replace: %s", got)
+	}
+	// The replaced events are off the surface: a range naming one fails.
+	bad := r
+	bad.SurfaceOp = &SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{Start: a.Seq, End: a.Seq}}
+	bad.Seq = int64(len(m.st.events))
+	if err := m.st.add(bad); err == nil {
+		t.Fatal("replace of a replaced event accepted")
+	}
+	// A replace can name the summary it produced.
+	r2 := r
+	r2.Data = NewEvent(UserMessage{Content: TextContent("S2"), Source: Source{Kind: SourceUser}}).Data
+	r2.SurfaceOp = &SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{Start: s1.Seq, End: s1.Seq}}
+	m.emit(r2)
+	if got := texts(); got != "S2,d" {
+		t.Fatalf("after second replace: %s", got)
+	}
+	user("e")
+	whole := r
+	whole.Data = NewEvent(UserMessage{Content: TextContent("ALL"), Source: Source{Kind: SourceUser}}).Data
+	whole.SurfaceOp = &SurfaceOp{Op: SurfaceReplace}
+	m.emit(whole)
+	user("f")
+	if got := texts(); got != "ALL,f" {
+		t.Fatalf("after bare replace: %s", got)
+	}
+}
