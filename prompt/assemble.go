@@ -11,11 +11,12 @@ import (
 // field is optional: the zero value means "not known", and providers must
 // tolerate it.
 type AgentFacts struct {
-	ID     string `json:"id,omitempty"`
-	Model  string `json:"model,omitempty"`
-	Cwd    string `json:"cwd,omitempty"`
-	Depth  int    `json:"depth,omitempty"`
-	Parent string `json:"parent,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Depth   int    `json:"depth,omitempty"`
+	Parent  string `json:"parent,omitempty"`
 }
 
 // AssembleContext is what one assembly is for. Agent is nil when the

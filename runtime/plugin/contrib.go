@@ -1,0 +1,460 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+)
+
+// Contribution is what a plugin registered.
+type Contribution struct {
+	Sections      []hostfns.SectionRequest   `json:"sections"`
+	Variables     []string                   `json:"variables"`
+	Tools         []hostfns.ToolRequest      `json:"tools"`
+	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
+}
+
+type reg struct {
+	kind string // section, variable, tool, hook
+	name string
+	d    prompt.Disposer
+	sec  hostfns.SectionRequest
+	tool hostfns.ToolRequest
+}
+
+// contrib tracks a plugin's registrations, so that it can unregister only
+// its own and everything goes when it unloads.
+type contrib struct {
+	p    *Plugin
+	mu   sync.Mutex
+	regs []*reg
+	subs []hostfns.SubscribeRequest
+	caps hostfns.Capabilities
+}
+
+func newContrib(p *Plugin) *contrib { return &contrib{p: p} }
+
+func (c *contrib) reset() {
+	c.mu.Lock()
+	c.regs, c.subs, c.caps = nil, nil, hostfns.Capabilities{}
+	c.mu.Unlock()
+}
+
+func (c *contrib) count() int { return len(c.regs) + len(c.subs) }
+
+func (c *contrib) find(kind, name string) int {
+	for i, r := range c.regs {
+		if r.kind == kind && r.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *contrib) snapshot() Contribution {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Contribution{Sections: []hostfns.SectionRequest{}, Variables: []string{},
+		Tools: []hostfns.ToolRequest{}, Subscriptions: append([]hostfns.SubscribeRequest{}, c.subs...)}
+	for _, r := range c.regs {
+		switch r.kind {
+		case "section":
+			out.Sections = append(out.Sections, r.sec)
+		case "variable":
+			out.Variables = append(out.Variables, r.name)
+		case "tool":
+			out.Tools = append(out.Tools, r.tool)
+		}
+	}
+	return out
+}
+
+func (c *contrib) subscriptions() []hostfns.SubscribeRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]hostfns.SubscribeRequest(nil), c.subs...)
+}
+
+func (c *contrib) hasTool(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.find("tool", name) >= 0
+}
+
+func (c *contrib) capabilities() hostfns.Capabilities {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.caps
+}
+
+func (c *contrib) addCapabilities(n hostfns.Capabilities) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.caps.FS = append(c.caps.FS, n.FS...)
+	c.caps.Exec = c.caps.Exec || n.Exec
+	c.caps.Net = append(c.caps.Net, n.Net...)
+	c.caps.Env = append(c.caps.Env, n.Env...)
+}
+
+// removeAll unregisters everything in tx.
+func (c *contrib) removeAll(tx *prompt.Tx) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, r := range c.regs {
+		if err := r.d.Tx(tx); err != nil && !errors.Is(err, prompt.ErrNotRegistered) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// update runs fn in the init's transaction, or in an update of its own
+// when the load-time instance registers later.
+func (c *contrib) update(cs *callState, fn func(tx *prompt.Tx) error) error {
+	if cs.tx != nil {
+		return fn(cs.tx)
+	}
+	return c.p.h.reg.Update(fn)
+}
+
+// register adds one registration under the plugin's limits.
+func (c *contrib) register(cs *callState, kind, name string, add func(tx *prompt.Tx) (prompt.Disposer, error), r *reg) ([]byte, hostfns.Status, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count() >= c.p.limits.MaxRegistrations {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", c.p.name, c.p.limits.MaxRegistrations)
+	}
+	err := c.update(cs, func(tx *prompt.Tx) error {
+		d, err := add(tx)
+		r.d = d
+		return err
+	})
+	if err != nil {
+		var re *prompt.RegistrationError
+		if errors.As(err, &re) {
+			return nil, hostfns.ErrRule, err.Error()
+		}
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	r.kind, r.name = kind, name
+	c.regs = append(c.regs, r)
+	return nil, 0, ""
+}
+
+func (c *contrib) needExport(export, what string) (hostfns.Status, string) {
+	if !c.p.exports[export] {
+		return hostfns.ErrRule, fmt.Sprintf("the plugin registers %s but does not export %s", what, export)
+	}
+	return 0, ""
+}
+
+func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.SectionRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	p := in.p
+	s := prompt.Section{Name: r.Name, Order: r.Order, Text: r.Text}
+	if r.Dynamic {
+		if st, msg := p.contrib.needExport(hostfns.ExportSection, "a dynamic section"); st != 0 {
+			return nil, st, msg
+		}
+		s.Text, r.Text = "", ""
+		name := r.Name
+		s.Dynamic = func(ctx context.Context, ac prompt.AssembleContext) (string, error) {
+			return p.sectionText(ctx, ac, name)
+		}
+	}
+	return p.contrib.register(cs, "section", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddSection(s) }, &reg{sec: r})
+}
+
+func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.NameRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	p := in.p
+	if st, msg := p.contrib.needExport(hostfns.ExportVariable, "a variable"); st != 0 {
+		return nil, st, msg
+	}
+	name := r.Name
+	fn := func(ctx context.Context, ac prompt.AssembleContext) (string, bool, error) {
+		return p.variableValue(ctx, ac, name)
+	}
+	return p.contrib.register(cs, "variable", name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddVariable(name, fn) }, &reg{})
+}
+
+func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.ToolRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	p := in.p
+	if st, msg := p.contrib.needExport(hostfns.ExportTool, "a tool"); st != 0 {
+		return nil, st, msg
+	}
+	t := prompt.Tool{Name: r.Name, Description: r.Description, Parameters: r.Parameters}
+	return p.contrib.register(cs, "tool", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(t) }, &reg{tool: r})
+}
+
+func hostUnregister(kind string) hostImpl {
+	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+		var r hostfns.NameRequest
+		if st, msg := decode(req, &r); st != 0 {
+			return nil, st, msg
+		}
+		c := in.p.contrib
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		i := c.find(kind, r.Name)
+		if i < 0 {
+			return nil, hostfns.ErrNotFound, fmt.Sprintf("plugin %q registered no %s %q", in.p.name, kind, r.Name)
+		}
+		if err := c.update(cs, c.regs[i].d.Tx); err != nil {
+			return nil, hostfns.ErrInternal, err.Error()
+		}
+		c.regs = append(c.regs[:i], c.regs[i+1:]...)
+		return nil, 0, ""
+	}
+}
+
+func validEventName(s string) bool {
+	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.SubscribeRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	p := in.p
+	if !validEventName(r.Event) {
+		return nil, hostfns.ErrRule, fmt.Sprintf("event name %q must be 1 to 128 printable bytes", r.Event)
+	}
+	if r.Mode == "" {
+		r.Mode = hostfns.ModeListen
+	}
+	want := events.ModeOf(r.Event)
+	switch r.Mode {
+	case hostfns.ModeListen:
+		if want == events.Waterfall {
+			return nil, hostfns.ErrRule, fmt.Sprintf("%s is a waterfall event: subscribe with mode %q", r.Event, hostfns.ModeWaterfall)
+		}
+	case hostfns.ModeWaterfall:
+		if want != events.Waterfall && want != events.Any {
+			return nil, hostfns.ErrRule, fmt.Sprintf("%s is a %s event, not a waterfall", r.Event, want)
+		}
+	default:
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("mode %q is not %q or %q", r.Mode, hostfns.ModeListen, hostfns.ModeWaterfall)
+	}
+	if st, msg := p.contrib.needExport(hostfns.ExportEvent, "an event handler"); st != 0 {
+		return nil, st, msg
+	}
+	c := p.contrib
+	if r.Event == events.EventAssemble {
+		hook := func(ctx context.Context, ac prompt.AssembleContext, next prompt.AssembleFunc) (*prompt.Assembly, error) {
+			a, err := next(ctx, ac)
+			if err != nil {
+				return nil, err
+			}
+			return p.assembleHook(ctx, ac, a)
+		}
+		_, st, msg := c.register(cs, "hook", r.Event, func(tx *prompt.Tx) (prompt.Disposer, error) {
+			return tx.AddAssembleHook("plugin:"+p.name, hook)
+		}, &reg{})
+		if st != 0 {
+			return nil, st, msg
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.subs {
+		if s.Event == r.Event {
+			return nil, hostfns.ErrRule, fmt.Sprintf("already subscribed to %s", r.Event)
+		}
+	}
+	if r.Event != events.EventAssemble && c.count() >= p.limits.MaxRegistrations {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", p.name, p.limits.MaxRegistrations)
+	}
+	c.subs = append(c.subs, r)
+	return nil, 0, ""
+}
+
+// EventNamespace is the prefix of the events a plugin may emit:
+// "plugin:<name>/".
+func EventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
+
+func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.EmitRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	ns := EventNamespace(in.p.name)
+	if !strings.HasPrefix(r.Event, ns) || !validEventName(r.Event) || len(r.Event) == len(ns) {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q may emit only its own events, named %s<event>; not %q", in.p.name, ns, r.Event)
+	}
+	if cs.init || cs.setup {
+		return nil, hostfns.ErrDenied, "events cannot be emitted during dsh_init or dsh_setup"
+	}
+	payload := json.RawMessage(r.Payload)
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	if err := in.p.h.bus.Emit(cs.ctx, r.Event, payload); err != nil {
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	return nil, 0, ""
+}
+
+// sectionText asks the plugin for a dynamic section's text.
+func (p *Plugin) sectionText(ctx context.Context, ac prompt.AssembleContext, name string) (string, error) {
+	in, err := p.instanceFor(ctx, ac.Agent)
+	if err != nil {
+		return "", err
+	}
+	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportSection, p.limits.CallTimeout, []byte(name), callContextJSON(ac.Agent))
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st == hostfns.OutError:
+		return "", &CallError{Plugin: p.name, Export: hostfns.ExportSection, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
+	case st != hostfns.OutOK:
+		return "", &CallError{Plugin: p.name, Export: hostfns.ExportSection, Err: fmt.Errorf("%w: status %d is not valid for a section", ErrBadOutput, st)}
+	case !utf8.Valid(out):
+		return "", &CallError{Plugin: p.name, Export: hostfns.ExportSection, Err: fmt.Errorf("%w: section %q text is not valid UTF-8", ErrBadOutput, name)}
+	}
+	return string(out), nil
+}
+
+// variableValue asks the plugin for a variable's value.
+func (p *Plugin) variableValue(ctx context.Context, ac prompt.AssembleContext, name string) (string, bool, error) {
+	in, err := p.instanceFor(ctx, ac.Agent)
+	if err != nil {
+		return "", false, err
+	}
+	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportVariable, p.limits.CallTimeout, []byte(name), callContextJSON(ac.Agent))
+	if err != nil {
+		return "", false, err
+	}
+	switch st {
+	case hostfns.OutNoValue:
+		return "", false, nil
+	case hostfns.OutError:
+		return "", false, &CallError{Plugin: p.name, Export: hostfns.ExportVariable, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
+	}
+	if !utf8.Valid(out) {
+		return "", false, &CallError{Plugin: p.name, Export: hostfns.ExportVariable, Err: fmt.Errorf("%w: variable %q value is not valid UTF-8", ErrBadOutput, name)}
+	}
+	return string(out), true, nil
+}
+
+// assembleHook passes the assembly through the plugin's waterfall handler.
+func (p *Plugin) assembleHook(ctx context.Context, ac prompt.AssembleContext, a *prompt.Assembly) (*prompt.Assembly, error) {
+	out, err := p.callEvent(WithAgent(ctx, ac.Agent), events.EventAssemble, a)
+	if err != nil || len(out) == 0 {
+		return a, err
+	}
+	var na prompt.Assembly
+	if err := json.Unmarshal(out, &na); err != nil {
+		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("%w: %s returned an assembly that is not valid JSON: %v", ErrBadOutput, events.EventAssemble, err)}
+	}
+	na.Context = a.Context // the context is the host's fact, not the plugin's
+	return &na, nil
+}
+
+// callEvent delivers an event to the instance it belongs to and returns
+// the handler's output.
+func (p *Plugin) callEvent(ctx context.Context, event string, payload any) ([]byte, error) {
+	var b []byte
+	switch v := payload.(type) {
+	case json.RawMessage:
+		b = v
+	case []byte:
+		b = v
+	default:
+		var err error
+		if b, err = json.Marshal(payload); err != nil {
+			return nil, fmt.Errorf("plugin %q: event %s: payload is not JSON-encodable: %w", p.name, event, err)
+		}
+	}
+	facts := AgentFrom(ctx)
+	in, err := p.instanceFor(ctx, facts)
+	if err != nil {
+		return nil, err
+	}
+	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), callContextJSON(facts), b)
+	if err != nil {
+		return nil, err
+	}
+	if st != hostfns.OutOK {
+		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("%w: %s: %s", ErrGuest, event, out)}
+	}
+	return out, nil
+}
+
+// waterfallEvent runs a bus waterfall step through the plugin: the output
+// JSON is decoded into a fresh value of the payload's type.
+func (p *Plugin) waterfallEvent(ctx context.Context, event string, payload any) (any, error) {
+	out, err := p.callEvent(ctx, event, payload)
+	if err != nil || len(out) == 0 {
+		return payload, err
+	}
+	switch payload.(type) {
+	case json.RawMessage:
+		if !json.Valid(out) {
+			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("%w: %s: output is not JSON", ErrBadOutput, event)}
+		}
+		return json.RawMessage(out), nil
+	case []byte:
+		return out, nil
+	}
+	t := reflect.TypeOf(payload)
+	if t == nil {
+		return payload, nil
+	}
+	ptr := t.Kind() == reflect.Pointer
+	if ptr {
+		t = t.Elem()
+	}
+	nv := reflect.New(t)
+	if err := json.Unmarshal(out, nv.Interface()); err != nil {
+		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("%w: %s: output does not decode as %s: %v", ErrBadOutput, event, t, err)}
+	}
+	if ptr {
+		return nv.Interface(), nil
+	}
+	return nv.Elem().Interface(), nil
+}
+
+type agentKey struct{}
+
+// WithAgent returns ctx carrying the facts of the agent an event or call
+// belongs to; plugins handle it in that agent's instance.
+func WithAgent(ctx context.Context, facts *prompt.AgentFacts) context.Context {
+	return context.WithValue(ctx, agentKey{}, facts)
+}
+
+// AgentFrom returns the agent facts WithAgent put on ctx, or nil.
+func AgentFrom(ctx context.Context) *prompt.AgentFacts {
+	f, _ := ctx.Value(agentKey{}).(*prompt.AgentFacts)
+	return f
+}

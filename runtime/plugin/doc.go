@@ -1,0 +1,34 @@
+// Package plugin is dsh-wasm's plugin host: it loads WebAssembly plugins
+// that speak the dsh:host/v1 ABI (package hostfns) and runs them on
+// wazero.
+//
+// # Instance model
+//
+// A plugin is compiled once per load (through the persistent compilation
+// cache, so a warm load skips the compiler). Its instances are:
+//
+//   - The load-time instance. dsh_init runs in it once, with the plugin's
+//     config, inside one registry update: what it registers is the
+//     plugin's contribution, committed atomically when init returns, and
+//     discarded if init fails. It lives until the plugin unloads and runs
+//     the events that belong to no agent. Only it may register.
+//   - One instance per agent, created lazily on the agent's first call
+//     into the plugin (a provider, a tool or an event for that agent). It
+//     gets the same config through dsh_setup, where registration calls
+//     fail. It is never shared with another agent, and it is closed when
+//     the agent ends (Host.EndAgent).
+//
+// Instances are created concurrently and safely; calls into one instance
+// are serialised. An instance that traps or exceeds its compute budget is
+// discarded, and the next call creates a fresh one. State that must
+// outlive an instance lives on the host, scoped to (plugin, session),
+// behind state_get and state_set.
+//
+// # Compute budget
+//
+// Every export call runs under the plugin's call timeout (init under its
+// init timeout). The budget counts guest compute only: it pauses while the
+// guest is blocked in a host call, whose own timeouts govern it. When the
+// budget runs out, wazero closes the module (WithCloseOnContextDone) and
+// the call fails with ErrComputeBudget.
+package plugin

@@ -1,0 +1,68 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+)
+
+var (
+	cacheOnce sync.Once
+	testCache *Cache
+	cacheErr  error
+)
+
+// sharedCache is one on-disk compilation cache for every test in the
+// package, so each module compiles once per machine, not once per test.
+func sharedCache(t testing.TB) *Cache {
+	cacheOnce.Do(func() {
+		dir, err := guestbuild.CacheDir()
+		if err != nil {
+			cacheErr = err
+			return
+		}
+		testCache, cacheErr = NewCache(filepath.Join(dir, "wazero"))
+	})
+	if cacheErr != nil {
+		t.Fatal(cacheErr)
+	}
+	return testCache
+}
+
+func testkit(t testing.TB) string {
+	t.Helper()
+	p, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newHost(t testing.TB) *Host {
+	t.Helper()
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(t), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+func cfg(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func agent(id, model string) *prompt.AgentFacts {
+	return &prompt.AgentFacts{ID: id, Session: "s-" + id, Model: model}
+}

@@ -1,0 +1,394 @@
+package plugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/tetratelabs/wazero"
+)
+
+// Options configure a Host. The zero value of every field but Registry
+// has a working default.
+type Options struct {
+	// Registry receives the plugins' sections, variables and tools.
+	Registry *prompt.Registry
+	// Bus carries events to and from plugins; nil makes a private one.
+	Bus *events.Bus
+	// Logger receives plugin logs, tagged plugin=<name>.
+	Logger *slog.Logger
+	// Builtins holds the modules behind "builtin:NAME" sources, as
+	// NAME.wasm at its root.
+	Builtins fs.FS
+	// Cache is the compilation cache. Nil uses DefaultCache().
+	Cache *Cache
+	// State keeps plugins' host-side state; nil keeps it in memory.
+	State StateStore
+}
+
+// Spec says what plugin to load and what it may do.
+type Spec struct {
+	// Name identifies the plugin; empty derives it from Source.
+	Name string
+	// Source is "builtin:NAME" or a file path.
+	Source string
+	// SHA256, when set ("sha256:<hex>" or bare hex), pins the module.
+	SHA256 string
+	// Config is the plugin's config as JSON; empty means {}.
+	Config json.RawMessage
+	// Limits bound the plugin's memory and compute.
+	Limits Limits
+	// Env lists the host environment variables the plugin may read.
+	Env []string
+	// CheckNeeds, when set, decides whether the plugin's declared
+	// capabilities are granted; an error refuses the load. Nil grants
+	// only a plugin that declares no needs.
+	CheckNeeds func(hostfns.Capabilities) error
+	// Inspect loads the plugin without refusing it for its needs.
+	Inspect bool
+	// ModuleConfig, when set, adjusts each instance's module config (the
+	// filesystem jail mounts itself here).
+	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
+}
+
+// Limits bound a plugin. Zero fields take the defaults.
+type Limits struct {
+	// MemoryPages caps linear memory, in 64 KiB pages.
+	MemoryPages uint32
+	// CallTimeout is the compute budget of one call.
+	CallTimeout time.Duration
+	// InitTimeout is the compute budget of dsh_init and dsh_setup.
+	InitTimeout time.Duration
+	// MaxRegistrations caps sections + variables + tools + subscriptions.
+	MaxRegistrations int
+}
+
+// Default limits.
+const (
+	DefaultMemoryPages      = 4096 // 256 MiB
+	DefaultCallTimeout      = 30 * time.Second
+	DefaultInitTimeout      = 10 * time.Second
+	DefaultMaxRegistrations = 1024
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MemoryPages == 0 {
+		l.MemoryPages = DefaultMemoryPages
+	}
+	if l.CallTimeout == 0 {
+		l.CallTimeout = DefaultCallTimeout
+	}
+	if l.InitTimeout == 0 {
+		l.InitTimeout = DefaultInitTimeout
+	}
+	if l.MaxRegistrations == 0 {
+		l.MaxRegistrations = DefaultMaxRegistrations
+	}
+	return l
+}
+
+// Host loads plugins and calls into them. It is safe for concurrent use.
+type Host struct {
+	reg      *prompt.Registry
+	bus      *events.Bus
+	log      *slog.Logger
+	builtins fs.FS
+	cache    *Cache
+	ownCache bool
+	state    StateStore
+
+	mu      sync.RWMutex
+	plugins map[string]*Plugin
+	closed  bool
+	// loadMu serialises loads, unloads and reloads, which are registry
+	// updates that may run guest code.
+	loadMu sync.Mutex
+}
+
+// New returns a host.
+func New(opts Options) (*Host, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("plugin.New: Options.Registry is required")
+	}
+	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
+		cache: opts.Cache, state: opts.State, plugins: map[string]*Plugin{}}
+	if h.bus == nil {
+		h.bus = events.New(h.log)
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.state == nil {
+		h.state = NewMemoryState()
+	}
+	if h.cache == nil {
+		c, err := DefaultCache()
+		if err != nil {
+			return nil, err
+		}
+		h.cache, h.ownCache = c, true
+	}
+	return h, nil
+}
+
+// Registry returns the registry the host registers into.
+func (h *Host) Registry() *prompt.Registry { return h.reg }
+
+// Bus returns the host's event bus.
+func (h *Host) Bus() *events.Bus { return h.bus }
+
+// State returns the host-side plugin state store.
+func (h *Host) State() StateStore { return h.state }
+
+// Load loads a plugin, runs its init and commits its contribution.
+func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	name, err := h.checkName(spec)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.RLock()
+	_, dup := h.plugins[name]
+	h.mu.RUnlock()
+	if dup {
+		return nil, fmt.Errorf("load plugin %q: %w", name, ErrAlreadyLoaded)
+	}
+	p, err := h.prepare(ctx, name, spec)
+	if err != nil {
+		return nil, fmt.Errorf("load plugin %q: %w", name, err)
+	}
+	err = h.reg.Update(func(tx *prompt.Tx) error { return p.runInit(ctx, tx) })
+	if err != nil {
+		p.close(ctx)
+		return nil, fmt.Errorf("load plugin %q: %w", name, err)
+	}
+	p.activate()
+	h.mu.Lock()
+	h.plugins[name] = p
+	h.mu.Unlock()
+	h.bus.EmitContained(ctx, events.EventPluginLoaded, PluginEvent{Name: name})
+	return p, nil
+}
+
+// Reload replaces a loaded plugin with spec: the new module's init runs
+// and its contribution replaces the old one in one registry update, so an
+// assembly sees the old set or the new, never a mix. If the new init
+// fails, the old plugin stays loaded and untouched.
+func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	name, err := h.checkName(spec)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.RLock()
+	old := h.plugins[name]
+	h.mu.RUnlock()
+	if old == nil {
+		return nil, fmt.Errorf("reload plugin %q: %w", name, ErrNotLoaded)
+	}
+	p, err := h.prepare(ctx, name, spec)
+	if err != nil {
+		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
+	}
+	err = h.reg.Update(func(tx *prompt.Tx) error {
+		if err := old.contrib.removeAll(tx); err != nil {
+			return err
+		}
+		return p.runInit(ctx, tx)
+	})
+	if err != nil {
+		p.close(ctx)
+		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
+	}
+	old.deactivate()
+	p.activate()
+	h.mu.Lock()
+	h.plugins[name] = p
+	h.mu.Unlock()
+	old.close(ctx)
+	return p, nil
+}
+
+// Unload removes a plugin's contribution and closes its instances.
+func (h *Host) Unload(ctx context.Context, name string) error {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	h.mu.Lock()
+	p := h.plugins[name]
+	delete(h.plugins, name)
+	h.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("unload plugin %q: %w", name, ErrNotLoaded)
+	}
+	err := h.reg.Update(func(tx *prompt.Tx) error { return p.contrib.removeAll(tx) })
+	p.deactivate()
+	p.close(ctx)
+	h.bus.EmitContained(ctx, events.EventPluginUnloaded, PluginEvent{Name: name})
+	if err != nil {
+		return fmt.Errorf("unload plugin %q: %w", name, err)
+	}
+	return nil
+}
+
+// PluginEvent is the payload of plugin/loaded and plugin/unloaded.
+type PluginEvent struct {
+	Name string `json:"name"`
+}
+
+// Plugin returns the loaded plugin called name, or nil.
+func (h *Host) Plugin(name string) *Plugin {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.plugins[name]
+}
+
+// Plugins lists the loaded plugins' names, sorted.
+func (h *Host) Plugins() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	names := make([]string, 0, len(h.plugins))
+	for n := range h.plugins {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// EndAgent closes every instance that belongs to the agent.
+func (h *Host) EndAgent(ctx context.Context, agentID string) {
+	h.mu.RLock()
+	ps := make([]*Plugin, 0, len(h.plugins))
+	for _, p := range h.plugins {
+		ps = append(ps, p)
+	}
+	h.mu.RUnlock()
+	for _, p := range ps {
+		p.endAgent(ctx, agentID)
+	}
+}
+
+// Close unloads every plugin and releases the compilation cache if the
+// host opened it.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	names := make([]string, 0, len(h.plugins))
+	for n := range h.plugins {
+		names = append(names, n)
+	}
+	h.mu.Unlock()
+	var errs []error
+	for _, n := range names {
+		if err := h.Unload(ctx, n); err != nil && !errors.Is(err, ErrNotLoaded) {
+			errs = append(errs, err)
+		}
+	}
+	if h.ownCache {
+		errs = append(errs, h.cache.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Host) checkName(spec Spec) (string, error) {
+	h.mu.RLock()
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return "", ErrClosed
+	}
+	name := spec.Name
+	if name == "" {
+		name = NameFromSource(spec.Source)
+	}
+	if !validPluginName(name) {
+		return "", fmt.Errorf("load plugin %q: %w: name must match [a-z0-9][a-z0-9_.-]{0,63}", name, ErrSource)
+	}
+	return name, nil
+}
+
+// NameFromSource derives a plugin name from its source: builtin:facts is
+// "facts", /x/y/my-tool.wasm is "my-tool".
+func NameFromSource(source string) string {
+	if n, ok := strings.CutPrefix(source, "builtin:"); ok {
+		return n
+	}
+	return strings.ToLower(strings.TrimSuffix(filepath.Base(source), filepath.Ext(source)))
+}
+
+func validPluginName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '.' || c == '-')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// readSource returns the module bytes of source, checked against pin.
+func (h *Host) readSource(source, pin string) ([]byte, string, error) {
+	var b []byte
+	var err error
+	if n, ok := strings.CutPrefix(source, "builtin:"); ok {
+		if h.builtins == nil {
+			return nil, "", fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
+		}
+		b, err = fs.ReadFile(h.builtins, n+".wasm")
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
+		}
+	} else if source == "" {
+		return nil, "", fmt.Errorf("%w: empty source", ErrSource)
+	} else {
+		b, err = os.ReadFile(source)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	sum := sha256.Sum256(b)
+	digest := hex.EncodeToString(sum[:])
+	if pin != "" {
+		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
+		if want != digest {
+			return nil, "", fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, digest, want)
+		}
+	}
+	return b, digest, nil
+}
+
+// Builtins lists the built-in plugin names in fsys.
+func Builtins(fsys fs.FS) []string {
+	if fsys == nil {
+		return nil
+	}
+	m, _ := fs.Glob(fsys, "*.wasm")
+	names := make([]string, len(m))
+	for i, f := range m {
+		names[i] = strings.TrimSuffix(f, ".wasm")
+	}
+	return names
+}

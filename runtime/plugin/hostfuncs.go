@@ -1,0 +1,266 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// hostImpl implements one host function: it gets the validated request
+// bytes and returns a response payload, or an error status and message.
+type hostImpl func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string)
+
+var i32x4 = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}
+
+// instantiateHostModule provides dsh:host/v1 in the plugin's runtime:
+// exactly the functions of hostfns.Funcs.
+func (p *Plugin) instantiateHostModule(ctx context.Context) error {
+	b := p.rt.NewHostModuleBuilder(hostfns.Module)
+	for _, f := range hostfns.Funcs {
+		if f.Name == hostfns.FnTake {
+			b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostTake),
+				[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(f.Name)
+			continue
+		}
+		impl := hostImpls[f.Name]
+		if impl == nil {
+			return fmt.Errorf("host function %s has no implementation", f.Name)
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(wrapHost(f, impl), i32x4, []api.ValueType{api.ValueTypeI64}).Export(f.Name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+var hostImpls = map[string]hostImpl{
+	hostfns.FnLog:                hostLog,
+	hostfns.FnSectionRegister:    hostSectionRegister,
+	hostfns.FnSectionUnregister:  hostUnregister("section"),
+	hostfns.FnVariableRegister:   hostVariableRegister,
+	hostfns.FnVariableUnregister: hostUnregister("variable"),
+	hostfns.FnToolRegister:       hostToolRegister,
+	hostfns.FnToolUnregister:     hostUnregister("tool"),
+	hostfns.FnEventSubscribe:     hostEventSubscribe,
+	hostfns.FnEventEmit:          hostEventEmit,
+	hostfns.FnCapabilities:       hostCapabilities,
+	hostfns.FnStateGet:           hostStateGet,
+	hostfns.FnStateSet:           hostStateSet,
+	hostfns.FnEnvGet:             hostEnvGet,
+}
+
+// wrapHost adapts impl to the calling convention. It validates the
+// pointers, the size and the UTF-8 of the request, pauses the compute
+// budget while the host works, and delivers the result. It never panics:
+// a panic in impl is recovered and reported to the guest as ErrInternal.
+func wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		in, _ := ctx.Value(instKey{}).(*instance)
+		if in == nil || in.cur == nil {
+			// Called outside any call the host made (from _initialize, say).
+			stack[0] = hostfns.Pack(hostfns.ErrDenied, 0)
+			return
+		}
+		cs := in.cur
+		cs.budget.pause()
+		defer cs.budget.resume()
+		inPtr, inLen := uint32(stack[0]), uint32(stack[1])
+		outPtr, outCap := uint32(stack[2]), uint32(stack[3])
+		st, payload := in.serve(f, impl, cs, inPtr, inLen, outPtr, outCap)
+		stack[0] = in.deliver(st, payload, outPtr, outCap)
+	}
+}
+
+func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, inLen, outPtr, outCap uint32) (st hostfns.Status, payload []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			in.p.log.Error("host function panicked", "func", f.Name, "panic", r)
+			st, payload = hostfns.ErrInternal, []byte(fmt.Sprintf("%s: internal error", f.Name))
+		}
+	}()
+	memSize := in.mem.Size()
+	if uint64(outPtr)+uint64(outCap) > uint64(memSize) {
+		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: out buffer %#x+%d is outside guest memory (%d bytes)", f.Name, outPtr, outCap, memSize))
+	}
+	if inLen > hostfns.MaxRequestBytes {
+		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d", f.Name, inLen, hostfns.MaxRequestBytes))
+	}
+	req, ok := in.mem.Read(inPtr, inLen)
+	if !ok {
+		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: request %#x+%d is outside guest memory (%d bytes)", f.Name, inPtr, inLen, memSize))
+	}
+	if inLen > 0 && outCap > 0 && inPtr < outPtr+outCap && outPtr < inPtr+inLen {
+		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: request %#x+%d overlaps the out buffer %#x+%d", f.Name, inPtr, inLen, outPtr, outCap))
+	}
+	if !utf8.Valid(req) {
+		return hostfns.ErrBadUTF8, []byte(f.Name + ": request is not valid UTF-8")
+	}
+	if f.Phase == hostfns.LoadInstance && (!in.loadTime || cs.setup) {
+		return hostfns.ErrDenied, []byte(f.Name + ": only the load-time instance may do this (dsh_init, or an event that belongs to no agent); this call is in a per-agent instance or dsh_setup")
+	}
+	resp, st, msg := impl(in, cs, slices.Clone(req))
+	if st != hostfns.StatusOK {
+		return st, []byte(f.Name + ": " + msg)
+	}
+	return hostfns.StatusOK, resp
+}
+
+// deliver writes payload to the out buffer if it fits, or keeps it for
+// take, and returns the result word.
+func (in *instance) deliver(st hostfns.Status, payload []byte, outPtr, outCap uint32) uint64 {
+	n := uint32(len(payload))
+	if n == 0 {
+		return hostfns.Pack(st, 0)
+	}
+	if n <= outCap && in.mem.Write(outPtr, payload) {
+		return hostfns.Pack(st, n)
+	}
+	in.pending = payload
+	return hostfns.Pack(st, n)
+}
+
+// hostTake implements take(ptr, n) -> i32.
+func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
+	in, _ := ctx.Value(instKey{}).(*instance)
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	if in == nil || in.pending == nil || uint32(len(in.pending)) != n || !in.mem.Write(ptr, in.pending) {
+		stack[0] = api.EncodeI32(-1)
+		return
+	}
+	in.pending = nil
+	stack[0] = uint64(n)
+}
+
+// decode unmarshals req strictly: unknown fields are an error, so a typo
+// in a plugin's request is caught rather than ignored.
+func decode(req []byte, v any) (hostfns.Status, string) {
+	d := json.NewDecoder(strings.NewReader(string(req)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return hostfns.ErrBadJSON, fmt.Sprintf("bad request: %v", err)
+	}
+	if d.More() {
+		return hostfns.ErrBadJSON, "bad request: data after the JSON value"
+	}
+	return hostfns.StatusOK, ""
+}
+
+func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.LogRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	level := slog.LevelInfo
+	switch r.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "info", "":
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("unknown level %q (want debug, info, warn or error)", r.Level)
+	}
+	const maxLog = 64 << 10
+	if len(r.Message) > maxLog {
+		r.Message = r.Message[:maxLog] + "…(truncated)"
+	}
+	in.p.log.Log(cs.ctx, level, r.Message)
+	return nil, 0, ""
+}
+
+func hostCapabilities(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	if !cs.init {
+		return nil, hostfns.ErrDenied, "capabilities can be declared only during dsh_init"
+	}
+	var c hostfns.Capabilities
+	if st, msg := decode(req, &c); st != 0 {
+		return nil, st, msg
+	}
+	for _, f := range c.FS {
+		if f.Mode != "ro" && f.Mode != "rw" {
+			return nil, hostfns.ErrBadJSON, fmt.Sprintf("fs need %q: mode %q is not ro or rw", f.Path, f.Mode)
+		}
+		if f.Path != "workspace" && !strings.HasPrefix(f.Path, "/") {
+			return nil, hostfns.ErrBadJSON, fmt.Sprintf("fs need %q: path must be \"workspace\" or absolute", f.Path)
+		}
+	}
+	in.p.contrib.addCapabilities(c)
+	return nil, 0, ""
+}
+
+func hostStateGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.StateGetRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	v, ok, err := in.p.h.state.Get(in.p.name, stateScope(cs), r.Key)
+	if err != nil {
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	b, _ := json.Marshal(hostfns.StateGetResponse{Found: ok, Value: v})
+	return b, 0, ""
+}
+
+// Limits on host-side plugin state.
+const (
+	MaxStateKey   = 256
+	MaxStateValue = 1 << 20
+)
+
+func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.StateSetRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	if r.Key == "" || len(r.Key) > MaxStateKey {
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("key must be 1 to %d bytes", MaxStateKey)
+	}
+	if len(r.Value) > MaxStateValue {
+		return nil, hostfns.ErrTooLarge, fmt.Sprintf("value of %d bytes exceeds %d", len(r.Value), MaxStateValue)
+	}
+	if string(r.Value) == "null" {
+		r.Value = nil
+	}
+	if err := in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value); err != nil {
+		if errors.Is(err, ErrStateFull) {
+			return nil, hostfns.ErrLimit, err.Error()
+		}
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	return nil, 0, ""
+}
+
+// stateScope is the session a call's state belongs to; calls that belong
+// to no agent share the plugin-wide scope "".
+func stateScope(cs *callState) string {
+	if cs.facts == nil {
+		return ""
+	}
+	if cs.facts.Session != "" {
+		return cs.facts.Session
+	}
+	return "agent:" + cs.facts.ID
+}
+
+func hostEnvGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.NameRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	if !slices.Contains(in.p.spec.Env, r.Name) {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("environment variable %q is not granted to plugin %q (grants.env)", r.Name, in.p.name)
+	}
+	v, ok := os.LookupEnv(r.Name)
+	b, _ := json.Marshal(hostfns.EnvGetResponse{Found: ok, Value: v})
+	return b, 0, ""
+}

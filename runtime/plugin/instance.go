@@ -1,0 +1,328 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// instance is one instantiation of a plugin's module.
+type instance struct {
+	p        *Plugin
+	mod      api.Module
+	mem      api.Memory
+	fns      map[string]api.Function
+	alloc    api.Function
+	loadTime bool
+	agentID  string
+
+	mu     sync.Mutex // one call at a time
+	closed atomic.Bool
+	stack  []uint64
+	// Valid while a call is in progress (mu held).
+	cur     *callState
+	pending []byte // an oversized host-function result awaiting take
+
+	logw io.Closer
+}
+
+// callState is what host functions know about the call in progress.
+type callState struct {
+	ctx    context.Context // the caller's context, carrying the agent
+	budget *budget
+	tx     *prompt.Tx // set during dsh_init: registrations join it
+	init   bool       // in dsh_init
+	setup  bool       // in dsh_setup
+	facts  *prompt.AgentFacts
+	export string
+}
+
+type instKey struct{}
+
+// activeKey marks, on a context, the instances with a call in progress
+// up the stack, so that a reentrant call is refused instead of
+// deadlocking.
+type activeKey struct{}
+
+type activeSet struct {
+	inst *instance
+	next *activeSet
+}
+
+func isActive(ctx context.Context, in *instance) bool {
+	for a, _ := ctx.Value(activeKey{}).(*activeSet); a != nil; a = a.next {
+		if a.inst == in {
+			return true
+		}
+	}
+	return false
+}
+
+// newInstance instantiates the module and runs its reactor initialiser,
+// then dsh_setup unless this is the load-time instance's first life (whose
+// init runInit calls).
+func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
+	lw := newLineLogger(p)
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithArgs(p.name).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithStdout(lw).
+		WithStderr(lw)
+	for _, name := range p.spec.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			cfg = cfg.WithEnv(name, v)
+		}
+	}
+	if p.spec.ModuleConfig != nil {
+		cfg = p.spec.ModuleConfig(cfg)
+	}
+	ictx, cancel := context.WithCancelCause(ctx)
+	b := startBudget(p.limits.InitTimeout, cancel, ErrComputeBudget)
+	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
+	if err != nil {
+		b.stop()
+		cancel(nil)
+		lw.Close()
+		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: p.classify(ictx, err)}
+	}
+	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw}
+	if facts != nil {
+		in.agentID = facts.ID
+	}
+	for name := range p.exports {
+		in.fns[name] = mod.ExportedFunction(name)
+	}
+	in.alloc = in.fns[hostfns.ExportAlloc]
+	if f := in.fns[hostfns.ExportInitialize]; f != nil {
+		_, err = f.Call(context.WithValue(ictx, instKey{}, in))
+	}
+	b.stop()
+	cancel(nil)
+	if err != nil {
+		in.close(ctx)
+		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: p.classify(ictx, err)}
+	}
+	if err := in.checkVersion(ctx); err != nil {
+		in.close(ctx)
+		return nil, err
+	}
+	p.mu.Lock()
+	first := loadTime && p.initing
+	p.mu.Unlock()
+	if first {
+		return in, nil
+	}
+	if in.fns[hostfns.ExportSetup] == nil {
+		return in, nil
+	}
+	st, out, err := in.invoke(ctx, &callState{setup: true, facts: facts}, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
+	if err == nil && st == hostfns.OutError {
+		err = &CallError{Plugin: p.name, Export: hostfns.ExportSetup, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
+	}
+	if err != nil {
+		in.close(ctx)
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *instance) checkVersion(ctx context.Context) error {
+	r, err := in.fns[hostfns.ExportABIVersion].Call(ctx)
+	if err != nil {
+		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: fmt.Errorf("%w: %w", ErrTrap, err)}
+	}
+	if v := int32(r[0]); v != hostfns.ABIVersion {
+		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion,
+			Err: fmt.Errorf("%w: the plugin was built for ABI version %d; this host speaks version %d", ErrABI, v, hostfns.ABIVersion)}
+	}
+	return nil
+}
+
+func (in *instance) isClosed() bool { return in.closed.Load() }
+
+// close closes the module. It waits for a call in progress to end.
+func (in *instance) close(ctx context.Context) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.closeLocked(ctx)
+}
+
+func (in *instance) closeLocked(ctx context.Context) {
+	if in.closed.Swap(true) {
+		return
+	}
+	in.mod.Close(context.WithoutCancel(ctx))
+	in.logw.Close()
+}
+
+// invoke calls export with the input frame made of parts joined by NUL,
+// under a compute budget of timeout. A guest failure (trap, budget, bad
+// output) discards the instance and is returned as a *CallError; the
+// export's own status comes back as st.
+func (in *instance) invoke(ctx context.Context, cs *callState, export string, timeout time.Duration, parts ...[]byte) (st hostfns.OutStatus, out []byte, err error) {
+	if isActive(ctx, in) {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
+	}
+	fn := in.fns[export]
+	if fn == nil {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed.Load() {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
+	}
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cs.ctx = context.WithValue(ctx, activeKey{}, &activeSet{inst: in, next: activeOf(ctx)})
+	cs.export = export
+	cs.budget = startBudget(timeout, cancel, ErrComputeBudget)
+	defer cs.budget.stop()
+	in.cur = cs
+	in.pending = nil
+	defer func() { in.cur, in.pending = nil, nil }()
+	callCtx = context.WithValue(callCtx, instKey{}, in)
+
+	fail := func(err error) (hostfns.OutStatus, []byte, error) {
+		in.closeLocked(ctx)
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+	}
+	size := len(parts) - 1
+	for _, b := range parts {
+		size += len(b)
+	}
+	ptr := uint32(0)
+	if size > 0 {
+		in.stack[0] = uint64(uint32(size))
+		if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
+			return fail(in.p.classify(callCtx, err))
+		}
+		ptr = uint32(in.stack[0])
+		if ptr == 0 || !in.writeFrame(ptr, parts) {
+			return fail(fmt.Errorf("%w: dsh_alloc(%d) returned %#x, not %d writable bytes", ErrBadOutput, size, ptr, size))
+		}
+	}
+	in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
+	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
+		return fail(in.p.classify(callCtx, err))
+	}
+	optr, n := hostfns.UnpackPtr(in.stack[0])
+	if n == 0 {
+		return hostfns.OutOK, nil, nil
+	}
+	if n > hostfns.MaxOutputBytes {
+		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
+	}
+	b, ok := in.mem.Read(optr, n)
+	if !ok {
+		return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
+	}
+	st = hostfns.OutStatus(b[0])
+	if st > hostfns.OutNoValue {
+		return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, st))
+	}
+	return st, append([]byte(nil), b[1:]...), nil
+}
+
+func activeOf(ctx context.Context) *activeSet {
+	a, _ := ctx.Value(activeKey{}).(*activeSet)
+	return a
+}
+
+func (in *instance) writeFrame(ptr uint32, parts [][]byte) bool {
+	for i, b := range parts {
+		if i > 0 {
+			if !in.mem.WriteByte(ptr, hostfns.FrameSep) {
+				return false
+			}
+			ptr++
+		}
+		if len(b) > 0 && !in.mem.Write(ptr, b) {
+			return false
+		}
+		ptr += uint32(len(b))
+	}
+	return true
+}
+
+// classify explains why a guest call failed.
+func (p *Plugin) classify(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil {
+		if errors.Is(cause, ErrComputeBudget) {
+			return fmt.Errorf("%w (killed)", ErrComputeBudget)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("call cancelled: %w", cause)
+		}
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%w: the plugin exited with code %d", ErrTrap, exit.ExitCode())
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] // drop wazero's stack trace from the message
+	}
+	return fmt.Errorf("%w: %s", ErrTrap, msg)
+}
+
+// lineLogger forwards a guest's stdout and stderr to the plugin's logger,
+// a line at a time.
+type lineLogger struct {
+	pw   *io.PipeWriter
+	done chan struct{}
+}
+
+func newLineLogger(p *Plugin) *lineLogger {
+	pr, pw := io.Pipe()
+	l := &lineLogger{pw: pw, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 4096), 64<<10)
+		for sc.Scan() {
+			p.log.Info(sc.Text(), "stream", "stdio")
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	return l
+}
+
+func (l *lineLogger) Write(b []byte) (int, error) { return l.pw.Write(b) }
+
+func (l *lineLogger) Close() error {
+	l.pw.Close()
+	<-l.done
+	return nil
+}
+
+// callContextJSON encodes the facts a guest call is for.
+func callContextJSON(f *prompt.AgentFacts) []byte {
+	if f == nil {
+		return []byte("{}")
+	}
+	b, _ := json.Marshal(hostfns.CallContext{AgentID: f.ID, SessionID: f.Session, Model: f.Model,
+		Cwd: f.Cwd, Depth: f.Depth, Parent: f.Parent})
+	return b
+}

@@ -1,0 +1,393 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Plugin is one loaded plugin.
+type Plugin struct {
+	h       *Host
+	name    string
+	source  string
+	digest  string
+	spec    Spec
+	limits  Limits
+	config  []byte
+	log     *slog.Logger
+	rt      wazero.Runtime
+	module  wazero.CompiledModule
+	exports map[string]bool
+
+	contrib *contrib
+
+	mu         sync.Mutex
+	loadCreate sync.Mutex // held while the load-time instance is re-created
+	load       *instance
+	agents     map[string]*agentSlot
+	offs       []func()
+	active     bool
+	closed     bool
+	initing    bool
+}
+
+type agentSlot struct {
+	ready chan struct{}
+	inst  *instance
+	err   error
+}
+
+// Name is the plugin's name.
+func (p *Plugin) Name() string { return p.name }
+
+// Digest is the sha256 of the plugin's module, in hex.
+func (p *Plugin) Digest() string { return p.digest }
+
+// Source is where the plugin was loaded from.
+func (p *Plugin) Source() string { return p.source }
+
+// Capabilities returns what the plugin declared it needs.
+func (p *Plugin) Capabilities() hostfns.Capabilities { return p.contrib.capabilities() }
+
+// Contribution lists what the plugin registered.
+func (p *Plugin) Contribution() Contribution { return p.contrib.snapshot() }
+
+// prepare reads, verifies and compiles the module and creates its runtime.
+func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, err error) {
+	b, digest, err := h.readSource(spec.Source, spec.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	cfg := spec.Config
+	if len(cfg) == 0 {
+		cfg = []byte("{}")
+	} else if !json.Valid(cfg) {
+		return nil, fmt.Errorf("%w: config is not valid JSON", ErrSource)
+	}
+	p := &Plugin{h: h, name: name, source: spec.Source, digest: digest, spec: spec,
+		limits: spec.Limits.withDefaults(), config: cfg, agents: map[string]*agentSlot{},
+		log: h.log.With("plugin", name)}
+	p.contrib = newContrib(p)
+	rcfg := h.cache.runtimeConfig().WithMemoryLimitPages(p.limits.MemoryPages)
+	p.rt = wazero.NewRuntimeWithConfig(ctx, rcfg)
+	defer func() {
+		if err != nil {
+			p.rt.Close(ctx)
+		}
+	}()
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, p.rt); err != nil {
+		return nil, fmt.Errorf("instantiate WASI: %w", err)
+	}
+	if err := p.instantiateHostModule(ctx); err != nil {
+		return nil, fmt.Errorf("instantiate %s: %w", hostfns.Module, err)
+	}
+	if p.module, err = p.rt.CompileModule(ctx, b); err != nil {
+		return nil, fmt.Errorf("%w: compile: %w", ErrABI, err)
+	}
+	if err := p.checkModule(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+var exportSigs = map[string][2][]api.ValueType{
+	hostfns.ExportABIVersion: {nil, {api.ValueTypeI32}},
+	hostfns.ExportAlloc:      {{api.ValueTypeI32}, {api.ValueTypeI32}},
+	hostfns.ExportInit:       {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	hostfns.ExportSetup:      {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	hostfns.ExportSection:    {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	hostfns.ExportVariable:   {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	hostfns.ExportTool:       {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	hostfns.ExportEvent:      {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
+	hostfns.ExportInitialize: {nil, nil},
+}
+
+// checkModule refuses modules that do not speak dsh:host/v1.
+func (p *Plugin) checkModule() error {
+	for _, imp := range p.module.ImportedFunctions() {
+		mod, name, _ := imp.Import()
+		switch mod {
+		case hostfns.Module, wasi_snapshot_preview1.ModuleName:
+			continue
+		}
+		if mod == "extism:host/env" || mod == "extism:host/user" {
+			return fmt.Errorf("%w: module imports %s::%s: it is an Extism plugin, not a dsh:host/v1 plugin", ErrABI, mod, name)
+		}
+		if len(mod) > len("dsh:host/") && mod[:len("dsh:host/")] == "dsh:host/" {
+			return fmt.Errorf("%w: module imports %s::%s: this host speaks %s (ABI version %d)", ErrABI, mod, name, hostfns.Module, hostfns.ABIVersion)
+		}
+		return fmt.Errorf("%w: module imports %s::%s, which this host does not provide", ErrABI, mod, name)
+	}
+	p.exports = map[string]bool{}
+	defs := p.module.ExportedFunctions()
+	for name, sig := range exportSigs {
+		d, ok := defs[name]
+		if !ok {
+			continue
+		}
+		if !slices.Equal(d.ParamTypes(), sig[0]) || !slices.Equal(d.ResultTypes(), sig[1]) {
+			return fmt.Errorf("%w: export %s has signature %v -> %v, want %v -> %v", ErrABI, name,
+				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(sig[0]), typeNames(sig[1]))
+		}
+		p.exports[name] = true
+	}
+	for _, req := range []string{hostfns.ExportABIVersion, hostfns.ExportAlloc, hostfns.ExportInit} {
+		if !p.exports[req] {
+			return fmt.Errorf("%w: module does not export %s; is it a dsh:host/v1 plugin?", ErrABI, req)
+		}
+	}
+	if _, ok := p.module.ExportedMemories()["memory"]; !ok {
+		return fmt.Errorf("%w: module does not export its memory as \"memory\"", ErrABI)
+	}
+	return nil
+}
+
+func typeNames(ts []api.ValueType) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = api.ValueTypeName(t)
+	}
+	return out
+}
+
+// runInit creates the load-time instance and runs dsh_init inside tx.
+func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
+	p.mu.Lock()
+	p.initing = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.initing = false
+		p.mu.Unlock()
+	}()
+	inst, err := p.newInstance(ctx, true, nil)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.load = inst
+	p.mu.Unlock()
+	p.contrib.reset()
+	cs := &callState{tx: tx, init: true}
+	st, out, err := inst.invoke(ctx, cs, hostfns.ExportInit, p.limits.InitTimeout, p.config)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInit, err)
+	}
+	if st == hostfns.OutError {
+		return &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: fmt.Errorf("%w: %w: %s", ErrInit, ErrGuest, out)}
+	}
+	if !p.spec.Inspect {
+		if err := p.checkNeeds(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Plugin) checkNeeds() error {
+	caps := p.Capabilities()
+	if p.spec.CheckNeeds != nil {
+		if err := p.spec.CheckNeeds(caps); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotGranted, err)
+		}
+		return nil
+	}
+	if len(caps.FS) > 0 || caps.Exec || len(caps.Net) > 0 || len(caps.Env) > 0 {
+		return fmt.Errorf("%w: the plugin declares needs %s and its config grants nothing", ErrNotGranted, mustJSON(caps))
+	}
+	return nil
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// activate subscribes the plugin's event handlers once its contribution is
+// committed.
+func (p *Plugin) activate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.active = true
+	for _, s := range p.contrib.subscriptions() {
+		if s.Event == events.EventAssemble {
+			continue // an assemble hook, registered with the contribution
+		}
+		ev := s.Event
+		var off func()
+		var err error
+		if s.Mode == hostfns.ModeWaterfall {
+			off, err = p.h.bus.OnWaterfall(ev, "plugin:"+p.name, func(ctx context.Context, payload any) (any, error) {
+				return p.waterfallEvent(ctx, ev, payload)
+			})
+		} else {
+			off, err = p.h.bus.On(ev, "plugin:"+p.name, func(ctx context.Context, payload any) error {
+				_, err := p.callEvent(ctx, ev, payload)
+				return err
+			})
+		}
+		if err != nil {
+			p.log.Warn("subscription refused by the event bus", "event", ev, "err", err)
+			continue
+		}
+		p.offs = append(p.offs, off)
+	}
+}
+
+func (p *Plugin) deactivate() {
+	p.mu.Lock()
+	offs := p.offs
+	p.offs, p.active = nil, false
+	p.mu.Unlock()
+	for _, off := range offs {
+		off()
+	}
+}
+
+// close closes every instance and the runtime.
+func (p *Plugin) close(ctx context.Context) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	insts := []*instance{}
+	if p.load != nil {
+		insts = append(insts, p.load)
+	}
+	slots := p.agents
+	p.agents = map[string]*agentSlot{}
+	p.mu.Unlock()
+	for _, s := range slots {
+		<-s.ready
+		if s.inst != nil {
+			insts = append(insts, s.inst)
+		}
+	}
+	for _, in := range insts {
+		in.close(ctx)
+	}
+	if err := p.rt.Close(ctx); err != nil {
+		p.log.Warn("close runtime", "err", err)
+	}
+}
+
+func (p *Plugin) endAgent(ctx context.Context, agentID string) {
+	p.mu.Lock()
+	s := p.agents[agentID]
+	delete(p.agents, agentID)
+	p.mu.Unlock()
+	if s == nil {
+		return
+	}
+	<-s.ready
+	if s.inst != nil {
+		s.inst.close(ctx)
+	}
+}
+
+// Instances reports how many instances are open: the load-time one and
+// the per-agent ones. Tests use it to prove nothing leaks.
+func (p *Plugin) Instances() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	if p.load != nil && !p.load.isClosed() {
+		n++
+	}
+	for _, s := range p.agents {
+		select {
+		case <-s.ready:
+			if s.inst != nil && !s.inst.isClosed() {
+				n++
+			}
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// instanceFor returns the instance that serves facts: the agent's own
+// (created on first use), or the load-time one when facts is nil.
+func (p *Plugin) instanceFor(ctx context.Context, facts *prompt.AgentFacts) (*instance, error) {
+	if facts == nil || facts.ID == "" {
+		return p.loadInstance(ctx)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
+	s := p.agents[facts.ID]
+	if s != nil {
+		p.mu.Unlock()
+		<-s.ready
+		if s.err != nil {
+			return nil, s.err
+		}
+		if !s.inst.isClosed() {
+			return s.inst, nil
+		}
+		// A discarded instance: replace it.
+		p.mu.Lock()
+		if p.agents[facts.ID] == s {
+			delete(p.agents, facts.ID)
+		}
+		p.mu.Unlock()
+		return p.instanceFor(ctx, facts)
+	}
+	s = &agentSlot{ready: make(chan struct{})}
+	p.agents[facts.ID] = s
+	p.mu.Unlock()
+	s.inst, s.err = p.newInstance(ctx, false, facts)
+	if s.err != nil {
+		p.mu.Lock()
+		if p.agents[facts.ID] == s {
+			delete(p.agents, facts.ID)
+		}
+		p.mu.Unlock()
+	}
+	close(s.ready)
+	return s.inst, s.err
+}
+
+// loadInstance returns the load-time instance, re-creating it (through
+// dsh_setup, without re-registering) if it was discarded.
+func (p *Plugin) loadInstance(ctx context.Context) (*instance, error) {
+	p.loadCreate.Lock()
+	defer p.loadCreate.Unlock()
+	p.mu.Lock()
+	closed, load, initing := p.closed, p.load, p.initing
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
+	if load != nil && !load.isClosed() {
+		return load, nil
+	}
+	if initing {
+		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: errors.New("the load-time instance is still initialising")}
+	}
+	inst, err := p.newInstance(ctx, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.load = inst
+	p.mu.Unlock()
+	return inst, nil
+}

@@ -1,0 +1,54 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+)
+
+// ToolResult is what a tool call gives back to the model.
+type ToolResult struct {
+	Text    string
+	IsError bool
+}
+
+// CallTool runs the tool called name for the agent described by facts, in
+// that agent's instance of the plugin that registered it. The tool's own
+// failure is a result with IsError; the returned error reports that the
+// call could not be made or the plugin failed (no such tool, a trap, the
+// compute budget), and the agent loop turns it into an error result too.
+func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (ToolResult, error) {
+	p := h.toolOwner(name)
+	if p == nil {
+		return ToolResult{}, fmt.Errorf("%w: %q", ErrNoTool, name)
+	}
+	ctx = WithAgent(ctx, facts)
+	in, err := p.instanceFor(ctx, facts)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
+		[]byte(name), callContextJSON(facts), args)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	switch st {
+	case hostfns.OutOK, hostfns.OutError:
+		return ToolResult{Text: strings.ToValidUTF8(string(out), "\uFFFD"), IsError: st == hostfns.OutError}, nil
+	}
+	return ToolResult{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: fmt.Errorf("%w: status %d is not valid for a tool", ErrBadOutput, st)}
+}
+
+func (h *Host) toolOwner(name string) *Plugin {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, p := range h.plugins {
+		if p.contrib.hasTool(name) {
+			return p
+		}
+	}
+	return nil
+}
