@@ -1,0 +1,297 @@
+// Package config decodes and checks one plugin's entry in a dsh-wasm
+// configuration: where the plugin comes from, what configuration it gets, and
+// what it is granted beyond pure computation.
+//
+//	source: builtin:fs            # or a path to a .wasm file
+//	sha256: "sha256:<64 hex>"     # optional pin of the module bytes
+//	config: {any: mapping}        # handed to the plugin as JSON
+//	grants:
+//	  fs:   [{path: workspace, mode: rw}, {path: /usr/share/dict}]
+//	  exec: {allowed: true, timeout: 2m, max_timeout: 10m, output_bytes: 30000,
+//	         env: [GOPATH, CI=1], sandbox: true}
+//	  net:  {allowed_hosts: [api.github.com, "*.githubusercontent.com"],
+//	         response_bytes: 5MiB, allow_private: false}
+//	  env:  [GITHUB_TOKEN]
+//	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s}
+//
+// Deny by default: a plugin with no grants can only compute. Every grant is
+// explicit; a missing section grants nothing, and the defaults below only
+// bound what a granted capability may consume.
+//
+// Decoding is strict: unknown keys, duplicate keys, values of the wrong YAML
+// type and malformed values are all refused, and every error names
+// FILE:LINE and the field, e.g.
+//
+//	plugins.yaml:14: grants.fs[1].path: relative path "data" refused: use an absolute path or the word workspace
+//
+// Entry is a plain struct with yaml tags, so a larger file can embed it and
+// decode it with yaml.v3: Entry implements yaml.Unmarshaler with the same
+// strict, position-aware decoder (WithFile adds the file name to its errors).
+// Check compares what a plugin declares it needs (Capabilities) with what it
+// was granted and says which YAML line to add.
+//
+// What this package guarantees: a decoded Entry is well-formed, every limit
+// is within its documented bounds, and defaults are filled in. What it does
+// not do: it enforces nothing at run time (that is the plugin host's, the
+// fsjail's, execjail's and netguard's job), does not resolve "workspace" or
+// relative source paths, and does not read or verify the module file against
+// its sha256 pin.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	// ErrInvalidConfig marks every decoding and validation error.
+	ErrInvalidConfig = errors.New("invalid plugin config")
+	// ErrNotGranted marks a capability or request the grants do not cover.
+	ErrNotGranted = errors.New("not granted")
+	// ErrInvalidCapabilities marks a malformed capability declaration.
+	ErrInvalidCapabilities = errors.New("invalid capability declaration")
+)
+
+// Defaults filled in by ApplyDefaults (and so by Decode).
+const (
+	DefaultExecTimeout     = 2 * time.Minute  // grants.exec.timeout
+	DefaultExecMaxTimeout  = 10 * time.Minute // grants.exec.max_timeout
+	DefaultExecOutputBytes = ByteSize(30000)  // grants.exec.output_bytes, per stream
+	DefaultResponseBytes   = 5 * MiB          // grants.net.response_bytes
+	DefaultMemory          = 128 * MiB        // grants.limits.memory
+	DefaultCallTimeout     = 30 * time.Second // grants.limits.call_timeout
+	DefaultInitTimeout     = 10 * time.Second // grants.limits.init_timeout
+)
+
+// Bounds enforced by Validate.
+const (
+	MaxDuration    = 24 * time.Hour // any timeout
+	MaxOutputBytes = 64 * MiB       // grants.exec.output_bytes
+	MaxResponse    = 1 * GiB        // grants.net.response_bytes
+	MaxMemory      = 4 * GiB        // grants.limits.memory (the wasm32 maximum)
+	WasmPageSize   = 64 * KiB
+)
+
+// Workspace is the fs grant path that stands for the agent's working
+// directory, resolved by the plugin host.
+const Workspace = "workspace"
+
+// BuiltinPrefix marks a source compiled into the host.
+const BuiltinPrefix = "builtin:"
+
+// Entry is one plugin's configuration.
+type Entry struct {
+	// Source is "builtin:NAME" or a path to a Wasm module (a relative path
+	// is relative to the file that holds the entry; the caller resolves it).
+	Source string `yaml:"source"`
+	// SHA256 optionally pins the module bytes: "sha256:" + 64 hex digits.
+	SHA256 string `yaml:"sha256,omitempty"`
+	// Config is passed to the plugin as a JSON object. Decode guarantees it
+	// holds only JSON-compatible values: map[string]any, []any, string,
+	// bool, int, int64, uint64, float64 and nil.
+	Config map[string]any `yaml:"config,omitempty"`
+	// Grants is everything the plugin may do beyond computing.
+	Grants Grants `yaml:"grants,omitempty"`
+}
+
+// Grants lists the capabilities granted to a plugin.
+type Grants struct {
+	FS     []FSGrant `yaml:"fs,omitempty"`
+	Exec   ExecGrant `yaml:"exec,omitempty"`
+	Net    NetGrant  `yaml:"net,omitempty"`
+	Env    []string  `yaml:"env,omitempty"` // host environment variables the plugin may read
+	Limits Limits    `yaml:"limits,omitempty"`
+}
+
+// FSMode is the access an fs grant gives.
+type FSMode string
+
+// FS modes. An fs entry without a mode is read-only.
+const (
+	ModeRO FSMode = "ro"
+	ModeRW FSMode = "rw"
+)
+
+// FSGrant gives access to a directory tree (or one file).
+type FSGrant struct {
+	// Path is Workspace or an absolute, cleaned path.
+	Path string `yaml:"path"`
+	Mode FSMode `yaml:"mode,omitempty"`
+}
+
+// Resolve returns the grant's host path, replacing Workspace by workspace.
+func (f FSGrant) Resolve(workspace string) (string, error) {
+	if f.Path != Workspace {
+		return f.Path, nil
+	}
+	if !isAbs(workspace) {
+		return "", fmt.Errorf("%w: workspace %q is not an absolute path", ErrInvalidConfig, workspace)
+	}
+	return cleanPath(workspace), nil
+}
+
+// ExecGrant allows running commands (see runtime/sandbox/execjail).
+type ExecGrant struct {
+	Allowed bool `yaml:"allowed,omitempty"`
+	// Timeout applies to a command that asks for none.
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// MaxTimeout is the longest timeout a command may ask for.
+	MaxTimeout time.Duration `yaml:"max_timeout,omitempty"`
+	// OutputBytes caps stdout and stderr, each.
+	OutputBytes ByteSize `yaml:"output_bytes,omitempty"`
+	// Env adds to DefaultExecEnv: NAME passes the host's value (when set),
+	// NAME=VALUE sets a fixed value. Nothing else reaches commands.
+	Env []string `yaml:"env,omitempty"`
+	// Sandbox runs commands inside bubblewrap: the filesystem read-only
+	// except rw fs grants, private /tmp, no network unless net is granted.
+	// Without it, commands run with the agent's own file and network rights
+	// and only their working directory, environment, time and output are
+	// confined.
+	Sandbox bool `yaml:"sandbox,omitempty"`
+}
+
+// NetGrant allows HTTP(S) requests (see runtime/sandbox/netguard).
+type NetGrant struct {
+	// AllowedHosts are netguard host patterns: "api.example.com",
+	// "*.example.com" (one or more labels, not the apex), "host:8443",
+	// IP literals, or "*" for any host name.
+	AllowedHosts []string `yaml:"allowed_hosts,omitempty"`
+	// ResponseBytes caps a response body; longer bodies are truncated and
+	// flagged to the plugin.
+	ResponseBytes ByteSize `yaml:"response_bytes,omitempty"`
+	// AllowPrivate lets allowed host names resolve to loopback, private
+	// and link-local addresses (intranet services). Off by default, so a
+	// granted name cannot be pointed at the local machine or the cloud
+	// metadata endpoint; granted IP literals are reachable either way.
+	AllowPrivate bool `yaml:"allow_private,omitempty"`
+}
+
+// Limits bound the plugin's own execution.
+type Limits struct {
+	// Memory is the linear memory limit, rounded up to whole 64 KiB pages.
+	Memory      ByteSize      `yaml:"memory,omitempty"`
+	CallTimeout time.Duration `yaml:"call_timeout,omitempty"`
+	InitTimeout time.Duration `yaml:"init_timeout,omitempty"`
+}
+
+// MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up
+// (DefaultMemory when unset).
+func (l Limits) MemoryPages() uint32 {
+	m := l.Memory
+	if m == 0 {
+		m = DefaultMemory
+	}
+	if m > MaxMemory {
+		m = MaxMemory
+	}
+	return uint32((uint64(m) + uint64(WasmPageSize) - 1) / uint64(WasmPageSize))
+}
+
+// Builtin returns NAME for a "builtin:NAME" source.
+func (e Entry) Builtin() (string, bool) {
+	name, ok := strings.CutPrefix(e.Source, BuiltinPrefix)
+	return name, ok
+}
+
+// ApplyDefaults fills every unset limit with its documented default.
+func (e *Entry) ApplyDefaults() {
+	g := &e.Grants
+	for i := range g.FS {
+		if g.FS[i].Mode == "" {
+			g.FS[i].Mode = ModeRO
+		}
+	}
+	if g.Exec.Timeout == 0 {
+		g.Exec.Timeout = DefaultExecTimeout
+	}
+	if g.Exec.MaxTimeout == 0 {
+		g.Exec.MaxTimeout = max(DefaultExecMaxTimeout, g.Exec.Timeout)
+	}
+	if g.Exec.OutputBytes == 0 {
+		g.Exec.OutputBytes = DefaultExecOutputBytes
+	}
+	if g.Net.ResponseBytes == 0 {
+		g.Net.ResponseBytes = DefaultResponseBytes
+	}
+	if g.Limits.Memory == 0 {
+		g.Limits.Memory = DefaultMemory
+	}
+	if g.Limits.CallTimeout == 0 {
+		g.Limits.CallTimeout = DefaultCallTimeout
+	}
+	if g.Limits.InitTimeout == 0 {
+		g.Limits.InitTimeout = DefaultInitTimeout
+	}
+}
+
+// defaultExecEnv is what every command gets from the host environment when
+// set: enough for tools to find binaries, a home directory, a locale, a
+// terminal type and a time zone, and nothing that usually holds a secret.
+var defaultExecEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
+
+// DefaultExecEnv returns the variable names every command receives from the
+// host environment (when set) without being listed in grants.exec.env:
+// PATH, HOME, USER, LANG, LC_ALL, LC_CTYPE, TERM and TZ.
+func DefaultExecEnv() []string { return append([]string(nil), defaultExecEnv...) }
+
+// Environ builds the exact environment for commands: DefaultExecEnv and
+// every NAME in Env taken from lookup (os.LookupEnv when nil) when set, then
+// every NAME=VALUE in Env. Later entries override earlier ones; the result
+// has one entry per name, in first-seen order.
+func (e ExecGrant) Environ(lookup func(string) (string, bool)) []string {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var order []string
+	values := map[string]string{}
+	set := func(name, value string) {
+		if _, seen := values[name]; !seen {
+			order = append(order, name)
+		}
+		values[name] = value
+	}
+	for _, name := range defaultExecEnv {
+		if v, ok := lookup(name); ok {
+			set(name, v)
+		}
+	}
+	for _, item := range e.Env {
+		if name, value, ok := strings.Cut(item, "="); ok {
+			set(name, value)
+		} else if v, ok := lookup(item); ok {
+			set(item, v)
+		}
+	}
+	out := make([]string, 0, len(order))
+	for _, name := range order {
+		out = append(out, name+"="+values[name])
+	}
+	return out
+}
+
+// CommandTimeout returns the timeout for a command that asked for
+// requested (0 = no preference): Timeout when 0, requested when within
+// MaxTimeout, else an error wrapping ErrNotGranted. Unset fields count as
+// their defaults.
+func (e ExecGrant) CommandTimeout(requested time.Duration) (time.Duration, error) {
+	def, limit := e.Timeout, e.MaxTimeout
+	if def == 0 {
+		def = DefaultExecTimeout
+	}
+	if limit == 0 {
+		limit = max(DefaultExecMaxTimeout, def)
+	}
+	switch {
+	case requested < 0:
+		return 0, fmt.Errorf("%w: negative timeout %v", ErrNotGranted, requested)
+	case requested == 0:
+		return def, nil
+	case requested > limit:
+		return 0, fmt.Errorf("%w: timeout %v exceeds grants.exec.max_timeout %v", ErrNotGranted, requested, limit)
+	}
+	return requested, nil
+}

@@ -1,0 +1,540 @@
+// Package execjail runs shell commands for plugins granted exec.
+//
+// A Manager serves one plugin: it knows the directory roots the plugin may
+// use as a working directory, the exact environment its commands get, the
+// output cap and whether commands run inside bubblewrap. Run executes a
+// command and waits; Start/Poll/Wait/Kill manage background tasks by id;
+// Close kills everything still running.
+//
+// Guaranteed, in every mode:
+//   - The working directory is resolved with filepath.EvalSymlinks and must
+//     be an existing directory inside one of the roots (also resolved);
+//     otherwise the command does not start (ErrCwdOutsideRoots,
+//     ErrInvalidCwd).
+//   - The environment is exactly Options.Env plus Command.Env; nothing is
+//     inherited from the host process. (bash itself still sets PWD, SHLVL
+//     and _ as it always does, and bwrap sets PWD.)
+//   - stdout and stderr are captured separately and each is capped at
+//     OutputBytes; longer output keeps its head and tail (see Output).
+//   - A command runs in its own session with no controlling terminal, so it
+//     cannot inject input into the terminal the agent runs in (TIOCSTI).
+//   - Exit code, fatal signal, timeout and cancellation are reported in
+//     Result; context cancellation, the timeout, Kill and Close kill the
+//     command with SIGKILL (there is no grace period).
+//
+// What "kill" reaches depends on the isolation Mode, chosen once per
+// Manager (the best available unless Options.Isolation asks for one) and
+// reported by Manager.Isolation and, for the system, by Isolation():
+//   - ModePIDNamespace (needs root or CAP_SYS_ADMIN): the command is PID 1
+//     of a new PID namespace with its own /proc. Killing it makes the
+//     kernel kill every process in the namespace, including daemons that
+//     called setsid or double-forked, and Result is only reported after
+//     they are all gone. When the command exits on its own, whatever it
+//     left running is killed too: background work must use Start. Being
+//     PID 1, the command (like any init) ignores signals it sends itself,
+//     such as kill $$, unless it installs a handler.
+//   - ModeCgroup (a writable cgroup v2 directory): the command starts in a
+//     fresh cgroup; kill writes cgroup.kill (or freezes and kills every
+//     member on kernels without it). Anything the command started is
+//     reached, however it detached, unless it could move itself to
+//     another cgroup it has write access to.
+//   - ModeProcessGroup (always available, weak): the command leads a new
+//     session and kill signals that process group. A process that calls
+//     setsid or setpgid (a daemon) ESCAPES and keeps running. Use this mode
+//     only where nothing better exists; Isolation() says when that is.
+//
+// If the agent process dies, the command's top process receives SIGKILL
+// (Pdeathsig, armed from a dedicated OS thread that never exits); in the
+// PID namespace mode that takes the whole tree down, in the other modes
+// only the top process is signalled.
+//
+// With Options.Sandbox, the command runs inside bubblewrap (bwrap): the
+// host filesystem is mounted read-only, writable roots are bound
+// read-write, /tmp is a private tmpfs, /dev and /proc are minimal and new,
+// PID, IPC and UTS namespaces are private, all capabilities are dropped
+// (so even root cannot remount anything writable), and the network is
+// unshared (only a loopback device) unless Options.Network is set, in
+// which case the command has the host's full network: bwrap cannot filter
+// by host. A missing bwrap fails the run with ErrBwrapMissing; there is
+// never a silent fallback.
+//
+// Not guaranteed: without Sandbox, a command can read and write anything
+// the agent's user can, anywhere, and use the network; only its starting
+// directory is confined. The cwd check is path based and can race with a
+// concurrent rename of a directory component. No CPU, memory or disk
+// quotas are applied, and no seccomp filter is installed.
+package execjail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors; test with errors.Is.
+var (
+	ErrCwdOutsideRoots      = errors.New("execjail: working directory outside the granted roots")
+	ErrInvalidCwd           = errors.New("execjail: invalid working directory")
+	ErrInvalidCommand       = errors.New("execjail: invalid command")
+	ErrInvalidOptions       = errors.New("execjail: invalid options")
+	ErrBwrapMissing         = errors.New("execjail: sandbox requested but bwrap (bubblewrap) is not installed")
+	ErrSandboxFailed        = errors.New("execjail: bwrap could not set up the sandbox")
+	ErrIsolationUnavailable = errors.New("execjail: isolation mode unavailable")
+	ErrUnknownTask          = errors.New("execjail: unknown task")
+	ErrTooManyTasks         = errors.New("execjail: too many running tasks")
+	ErrClosed               = errors.New("execjail: manager closed")
+	ErrStart                = errors.New("execjail: cannot start command")
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultOutputBytes = 30000 // per stream
+	DefaultMaxRunning  = 16
+	DefaultMaxFinished = 64
+)
+
+// Mode is how a Manager makes sure that killing a command kills everything
+// it started. See the package doc for what each mode reaches.
+type Mode string
+
+// Isolation modes, strongest first.
+const (
+	ModePIDNamespace Mode = "pid-namespace"
+	ModeCgroup       Mode = "cgroup-v2"
+	ModeProcessGroup Mode = "process-group"
+)
+
+// Describe states in one sentence what killing a command reaches in m.
+func (m Mode) Describe() string {
+	switch m {
+	case ModePIDNamespace:
+		return "PID namespace: killing a command kills every process it started, including setsid daemons"
+	case ModeCgroup:
+		return "cgroup v2: killing a command kills every process in its cgroup, including setsid daemons"
+	case ModeProcessGroup:
+		return "process group only (weak): processes that call setsid or setpgid escape kill and timeouts"
+	}
+	return "unknown isolation mode"
+}
+
+var (
+	isolationOnce sync.Once
+	isolationBest Mode
+)
+
+// Isolation reports the strongest mode available to this process (probed
+// once, by starting a trivial child in each mode); "" on systems other than
+// Linux, where NewManager fails with ErrIsolationUnavailable.
+func Isolation() Mode {
+	isolationOnce.Do(func() { isolationBest = bestMode() })
+	return isolationBest
+}
+
+// Root is a directory a command may use as its working directory.
+type Root struct {
+	Path string
+	// Writable roots are bound read-write in the sandbox; without Sandbox
+	// the flag has no effect (the command has the agent's own rights).
+	Writable bool
+}
+
+// Options configure a Manager.
+type Options struct {
+	// Roots are the allowed working directories (at least one). The first
+	// is the default working directory.
+	Roots []Root
+	// Env is the exact environment of every command, as KEY=VALUE.
+	Env []string
+	// OutputBytes caps stdout and stderr, each (DefaultOutputBytes when 0).
+	OutputBytes int
+	// Sandbox runs commands inside bwrap.
+	Sandbox bool
+	// Network keeps the host network inside the sandbox.
+	Network bool
+	// BwrapPath is the bwrap binary; empty looks "bwrap" up in the agent's
+	// PATH at each sandboxed run.
+	BwrapPath string
+	// Isolation requires a mode; empty picks the best available.
+	Isolation Mode
+	// MaxRunning bounds concurrent background tasks (DefaultMaxRunning).
+	MaxRunning int
+	// MaxFinished bounds finished tasks kept for Poll; the oldest are
+	// forgotten first (DefaultMaxFinished).
+	MaxFinished int
+}
+
+// Command is one command to run. Exactly one of Script and Argv is set.
+type Command struct {
+	// Script runs as bash -c Script.
+	Script string
+	// Argv runs directly; Argv[0] without a slash is looked up in the
+	// command's PATH (from its environment).
+	Argv []string
+	// Dir is an absolute working directory inside a root; empty means the
+	// first root.
+	Dir string
+	// Env entries (KEY=VALUE) override Options.Env for this command.
+	Env []string
+	// Stdin is the command's input; nil means /dev/null.
+	Stdin []byte
+	// Timeout kills the command after this long; 0 means no timeout.
+	Timeout time.Duration
+}
+
+// Result describes a finished command.
+type Result struct {
+	// ExitCode is the exit status, or -1 when a signal ended the command.
+	// In the sandbox a command killed by a signal inside it reports
+	// 128+signal, like a shell.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the command ("SIGKILL").
+	Signal string `json:"signal,omitempty"`
+	// TimedOut: the command ran past its Timeout and was killed.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Canceled: the command was killed by context cancellation, Kill or
+	// Close.
+	Canceled bool          `json:"canceled,omitempty"`
+	Stdout   Output        `json:"stdout"`
+	Stderr   Output        `json:"stderr"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Status is a background task's state; Result is partial while Running.
+type Status struct {
+	ID      string `json:"id"`
+	Running bool   `json:"running"`
+	Result  Result `json:"result"`
+}
+
+// Manager runs commands for one plugin. It is safe for concurrent use.
+type Manager struct {
+	opts  Options
+	roots []Root // resolved
+	mode  Mode
+	bash  string
+
+	mu       sync.Mutex
+	closed   bool
+	seq      int
+	procs    map[*process]struct{} // everything running, Run and Start alike
+	tasks    map[string]*process
+	finished []string // finished task ids, oldest first
+}
+
+// NewManager validates opts, resolves the roots and picks the isolation
+// mode.
+func NewManager(opts Options) (*Manager, error) {
+	if len(opts.Roots) == 0 {
+		return nil, fmt.Errorf("%w: no roots", ErrInvalidOptions)
+	}
+	if opts.OutputBytes < 0 || opts.MaxRunning < 0 || opts.MaxFinished < 0 {
+		return nil, fmt.Errorf("%w: negative limit", ErrInvalidOptions)
+	}
+	if opts.OutputBytes == 0 {
+		opts.OutputBytes = DefaultOutputBytes
+	}
+	if opts.MaxRunning == 0 {
+		opts.MaxRunning = DefaultMaxRunning
+	}
+	if opts.MaxFinished == 0 {
+		opts.MaxFinished = DefaultMaxFinished
+	}
+	if err := checkEnv(opts.Env); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	m := &Manager{opts: opts, procs: map[*process]struct{}{}, tasks: map[string]*process{}}
+	for _, r := range opts.Roots {
+		if !filepath.IsAbs(r.Path) {
+			return nil, fmt.Errorf("%w: root %q is not absolute", ErrInvalidOptions, r.Path)
+		}
+		resolved, err := filepath.EvalSymlinks(r.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: root %q: %w", ErrInvalidOptions, r.Path, err)
+		}
+		if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: root %q is not a directory", ErrInvalidOptions, r.Path)
+		}
+		m.roots = append(m.roots, Root{Path: resolved, Writable: r.Writable})
+	}
+	switch opts.Isolation {
+	case "":
+		if m.mode = Isolation(); m.mode == "" {
+			return nil, fmt.Errorf("%w: %w", ErrIsolationUnavailable, probe(ModeProcessGroup))
+		}
+	case ModePIDNamespace, ModeCgroup, ModeProcessGroup:
+		if err := probe(opts.Isolation); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrIsolationUnavailable, opts.Isolation, err)
+		}
+		m.mode = opts.Isolation
+	default:
+		return nil, fmt.Errorf("%w: unknown isolation mode %q", ErrInvalidOptions, opts.Isolation)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return nil, fmt.Errorf("%w: bash not found: %w", ErrInvalidOptions, err)
+	}
+	m.bash = bash
+	return m, nil
+}
+
+// Isolation reports the mode this Manager uses.
+func (m *Manager) Isolation() Mode { return m.mode }
+
+// Run runs cmd and waits for it. A non-zero exit, a signal or a timeout is
+// reported in Result, not as an error. The error is non-nil when the
+// command could not start (cwd refused, bwrap missing, ...) or when ctx
+// ended it; in the latter case Result holds what it produced, with
+// Canceled set, and the error wraps ctx.Err().
+func (m *Manager) Run(ctx context.Context, cmd Command) (Result, error) {
+	p, err := m.start(ctx, cmd, false)
+	if err != nil {
+		return Result{}, err
+	}
+	<-p.done
+	res, err := p.outcome()
+	if err == nil && p.reason() == reasonCanceled && ctx.Err() != nil {
+		err = fmt.Errorf("execjail: command canceled: %w", context.Cause(ctx))
+	}
+	return res, err
+}
+
+// Start runs cmd in the background and returns its task id. ctx bounds the
+// task's whole life: pass the plugin's context, not a tool call's.
+func (m *Manager) Start(ctx context.Context, cmd Command) (string, error) {
+	p, err := m.start(ctx, cmd, true)
+	if err != nil {
+		return "", err
+	}
+	return p.id, nil
+}
+
+// Poll reports a task's state and its output so far.
+func (m *Manager) Poll(id string) (Status, error) {
+	p, err := m.task(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return p.status(id), nil
+}
+
+// Wait blocks until the task ends or ctx is done.
+func (m *Manager) Wait(ctx context.Context, id string) (Status, error) {
+	p, err := m.task(id)
+	if err != nil {
+		return Status{}, err
+	}
+	select {
+	case <-p.done:
+		return p.status(id), nil
+	case <-ctx.Done():
+		return p.status(id), ctx.Err()
+	}
+}
+
+// Kill kills a task with everything it started, waits until it is gone and
+// returns its final state. Killing a finished task is a no-op.
+func (m *Manager) Kill(id string) (Status, error) {
+	p, err := m.task(id)
+	if err != nil {
+		return Status{}, err
+	}
+	p.kill(reasonCanceled)
+	<-p.done
+	return p.status(id), nil
+}
+
+// Remove forgets a finished task; a running one must be killed first.
+func (m *Manager) Remove(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.tasks[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTask, id)
+	}
+	if !p.isDone() {
+		return fmt.Errorf("execjail: task %q is still running", id)
+	}
+	delete(m.tasks, id)
+	for i, f := range m.finished {
+		if f == id {
+			m.finished = append(m.finished[:i], m.finished[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// Close kills every running command (Run and Start alike), waits for them
+// to end, and makes further calls fail with ErrClosed. Finished tasks can
+// still be polled.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	procs := make([]*process, 0, len(m.procs))
+	for p := range m.procs {
+		procs = append(procs, p)
+	}
+	m.mu.Unlock()
+	for _, p := range procs {
+		p.kill(reasonCanceled)
+	}
+	for _, p := range procs {
+		<-p.done
+	}
+	return nil
+}
+
+func (m *Manager) task(id string) (*process, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTask, id)
+	}
+	return p, nil
+}
+
+// register admits a process (and, for a task, gives it an id) unless the
+// Manager is closed or too many tasks run.
+func (m *Manager) register(p *process, task bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if task {
+		running := 0
+		for _, t := range m.tasks {
+			if !t.isDone() {
+				running++
+			}
+		}
+		if running >= m.opts.MaxRunning {
+			return fmt.Errorf("%w: %d running (limit %d)", ErrTooManyTasks, running, m.opts.MaxRunning)
+		}
+		m.seq++
+		p.id = fmt.Sprintf("task-%d", m.seq)
+		m.tasks[p.id] = p
+	}
+	m.procs[p] = struct{}{}
+	return nil
+}
+
+// finish is called once per registered process after it ended (or failed
+// to start, with started false).
+func (m *Manager) finish(p *process, started bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.procs, p)
+	if p.id == "" {
+		return
+	}
+	if !started {
+		delete(m.tasks, p.id)
+		return
+	}
+	m.finished = append(m.finished, p.id)
+	for len(m.finished) > m.opts.MaxFinished {
+		delete(m.tasks, m.finished[0])
+		m.finished = m.finished[1:]
+	}
+}
+
+// resolveDir applies the cwd rules.
+func (m *Manager) resolveDir(dir string) (string, error) {
+	if dir == "" {
+		return m.roots[0].Path, nil
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%w: %q is not absolute", ErrInvalidCwd, dir)
+	}
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, dir)
+	}
+	for _, r := range m.roots {
+		if within(r.Path, resolved) {
+			return resolved, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q resolves to %q", ErrCwdOutsideRoots, dir, resolved)
+}
+
+func within(root, path string) bool {
+	if root == path || root == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(path, root+string(filepath.Separator))
+}
+
+func checkEnv(env []string) error {
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("environment entry %q: want KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// environ merges base and override; later keys win, order is first-seen.
+func environ(base, override []string) []string {
+	out := make([]string, 0, len(base)+len(override))
+	index := map[string]int{}
+	for _, kv := range append(append([]string(nil), base...), override...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := index[k]; ok {
+			out[i] = kv
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// defaultPath is bash's PATH when none is set.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// lookPath finds name in the command's own PATH.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path, ok := lookupEnv(env, "PATH")
+	if !ok {
+		path = defaultPath
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // never the current directory
+		}
+		candidate := filepath.Join(dir, name)
+		if fi, err := os.Stat(candidate); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return candidate, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q not found in PATH", ErrInvalidCommand, name)
+}
