@@ -4,7 +4,7 @@ package tools
 
 import (
 	_ "github.com/extism/go-sdk"
-	_ "github.com/openai/openai-go/v3"
+	_ "github.com/extism/go-pdk"
 	_ "github.com/tetratelabs/wazero"
 	_ "gopkg.in/yaml.v3"
 )

@@ -162,6 +162,11 @@ const (
 	FnStateGet           = "state_get"
 	FnStateSet           = "state_set"
 	FnEnvGet             = "env_get"
+	FnExecRun            = "exec_run"
+	FnExecStart          = "exec_start"
+	FnExecPoll           = "exec_poll"
+	FnExecKill           = "exec_kill"
+	FnHTTPRequest        = "http_request"
 )
 
 // Func describes one host function.
@@ -203,6 +208,11 @@ var Funcs = []Func{
 	{Name: FnStateGet, Request: StateGetRequest{}, Response: StateGetResponse{}, Doc: "Read a value of the plugin's host-side state for the calling agent's session."},
 	{Name: FnStateSet, Request: StateSetRequest{}, Doc: "Write a value of the plugin's host-side state for the calling agent's session; null deletes."},
 	{Name: FnEnvGet, Request: NameRequest{}, Response: EnvGetResponse{}, Doc: "Read a host environment variable the plugin is granted."},
+	{Name: FnExecRun, Request: ExecRequest{}, Response: ExecResult{}, Doc: "Run a command and wait for it (grants.exec). Blocks under the command's timeout, not the compute budget."},
+	{Name: FnExecStart, Request: ExecRequest{}, Response: ExecStatus{}, Doc: "Start a background command (grants.exec); the response carries its id."},
+	{Name: FnExecPoll, Request: TaskRequest{}, Response: ExecStatus{}, Doc: "Poll a background command: its output so far, or its result."},
+	{Name: FnExecKill, Request: TaskRequest{}, Response: ExecStatus{}, Doc: "Kill a background command and everything it started."},
+	{Name: FnHTTPRequest, Request: HTTPRequest{}, Response: HTTPResponse{}, Doc: "Make an HTTP(S) request to a granted host (grants.net); every redirect hop is checked."},
 }
 
 // LogRequest is the request of log. Level is debug, info, warn or error.
@@ -291,6 +301,72 @@ type StateSetRequest struct {
 type EnvGetResponse struct {
 	Found bool   `json:"found"`
 	Value string `json:"value,omitempty"`
+}
+
+// ExecRequest is the request of exec_run and exec_start. Exactly one of
+// Command (run as bash -c) and Argv is set. Cwd must lie inside a granted
+// fs root; empty means the first (the workspace, when granted).
+type ExecRequest struct {
+	Command   string   `json:"command,omitempty"`
+	Argv      []string `json:"argv,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Stdin     string   `json:"stdin,omitempty"`
+	TimeoutMs int64    `json:"timeout_ms,omitempty"`
+}
+
+// ExecOutput is one captured stream. When the stream exceeded the cap,
+// Data keeps its head and tail and Omitted bytes in between were dropped.
+type ExecOutput struct {
+	Data      string `json:"data"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Omitted   int64  `json:"omitted,omitempty"`
+	Total     int64  `json:"total"`
+}
+
+// ExecResult is how a command ended. ExitCode is -1 when a signal ended
+// it.
+type ExecResult struct {
+	ExitCode   int        `json:"exit_code"`
+	Signal     string     `json:"signal,omitempty"`
+	TimedOut   bool       `json:"timed_out,omitempty"`
+	Canceled   bool       `json:"canceled,omitempty"`
+	Stdout     ExecOutput `json:"stdout"`
+	Stderr     ExecOutput `json:"stderr"`
+	DurationMs int64      `json:"duration_ms"`
+}
+
+// TaskRequest names a background command.
+type TaskRequest struct {
+	ID string `json:"id"`
+}
+
+// ExecStatus is a background command's state; Result is partial while
+// Running.
+type ExecStatus struct {
+	ID      string     `json:"id"`
+	Running bool       `json:"running"`
+	Result  ExecResult `json:"result"`
+}
+
+// HTTPRequest is the request of http_request. Body is sent as is;
+// BodyBase64 is decoded first; at most one is set.
+type HTTPRequest struct {
+	Method     string            `json:"method,omitempty"`
+	URL        string            `json:"url"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Body       string            `json:"body,omitempty"`
+	BodyBase64 string            `json:"body_base64,omitempty"`
+}
+
+// HTTPResponse is the response of http_request. Body holds a UTF-8 body,
+// BodyBase64 any other; Truncated says the body exceeded the granted cap.
+type HTTPResponse struct {
+	Status     int                 `json:"status"`
+	URL        string              `json:"url"`
+	Headers    map[string][]string `json:"headers,omitempty"`
+	Body       string              `json:"body,omitempty"`
+	BodyBase64 string              `json:"body_base64,omitempty"`
+	Truncated  bool                `json:"truncated,omitempty"`
 }
 
 // CallContext is the context JSON passed to dsh_section, dsh_variable,

@@ -234,6 +234,47 @@ func Getenv(name string) (value string, found bool, err error) {
 	return resp.Value, resp.Found, nil
 }
 
+func callJSON(fn string, req, resp any) error {
+	b, err := Call(fn, req)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, resp); err != nil {
+		return fmt.Errorf("%s: bad response: %w", fn, err)
+	}
+	return nil
+}
+
+// Exec runs a command and waits for it. The plugin needs grants.exec.
+func Exec(req hostfns.ExecRequest) (hostfns.ExecResult, error) {
+	var r hostfns.ExecResult
+	return r, callJSON(hostfns.FnExecRun, req, &r)
+}
+
+// ExecStart starts a background command and returns its id in the status.
+func ExecStart(req hostfns.ExecRequest) (hostfns.ExecStatus, error) {
+	var r hostfns.ExecStatus
+	return r, callJSON(hostfns.FnExecStart, req, &r)
+}
+
+// ExecPoll reports a background command's state.
+func ExecPoll(id string) (hostfns.ExecStatus, error) {
+	var r hostfns.ExecStatus
+	return r, callJSON(hostfns.FnExecPoll, hostfns.TaskRequest{ID: id}, &r)
+}
+
+// ExecKill kills a background command and everything it started.
+func ExecKill(id string) (hostfns.ExecStatus, error) {
+	var r hostfns.ExecStatus
+	return r, callJSON(hostfns.FnExecKill, hostfns.TaskRequest{ID: id}, &r)
+}
+
+// HTTP makes a request to a granted host. The plugin needs grants.net.
+func HTTP(req hostfns.HTTPRequest) (hostfns.HTTPResponse, error) {
+	var r hostfns.HTTPResponse
+	return r, callJSON(hostfns.FnHTTPRequest, req, &r)
+}
+
 // Call calls host function fn with req marshalled as JSON (a []byte or
 // json.RawMessage req is sent as is) and returns the response payload.
 func Call(fn string, req any) ([]byte, error) {

@@ -53,6 +53,21 @@ func hostStateSet(inPtr, inLen, outPtr, outCap uint32) uint64
 //go:wasmimport dsh:host/v1 env_get
 func hostEnvGet(inPtr, inLen, outPtr, outCap uint32) uint64
 
+//go:wasmimport dsh:host/v1 exec_run
+func hostExecRun(inPtr, inLen, outPtr, outCap uint32) uint64
+
+//go:wasmimport dsh:host/v1 exec_start
+func hostExecStart(inPtr, inLen, outPtr, outCap uint32) uint64
+
+//go:wasmimport dsh:host/v1 exec_poll
+func hostExecPoll(inPtr, inLen, outPtr, outCap uint32) uint64
+
+//go:wasmimport dsh:host/v1 exec_kill
+func hostExecKill(inPtr, inLen, outPtr, outCap uint32) uint64
+
+//go:wasmimport dsh:host/v1 http_request
+func hostHTTPRequest(inPtr, inLen, outPtr, outCap uint32) uint64
+
 var importByName = map[string]func(inPtr, inLen, outPtr, outCap uint32) uint64{
 	hostfns.FnLog:                hostLog,
 	hostfns.FnSectionRegister:    hostSectionRegister,
@@ -67,6 +82,11 @@ var importByName = map[string]func(inPtr, inLen, outPtr, outCap uint32) uint64{
 	hostfns.FnStateGet:           hostStateGet,
 	hostfns.FnStateSet:           hostStateSet,
 	hostfns.FnEnvGet:             hostEnvGet,
+	hostfns.FnExecRun:            hostExecRun,
+	hostfns.FnExecStart:          hostExecStart,
+	hostfns.FnExecPoll:           hostExecPoll,
+	hostfns.FnExecKill:           hostExecKill,
+	hostfns.FnHTTPRequest:        hostHTTPRequest,
 }
 
 // outScratch receives host-function results that fit; larger ones are

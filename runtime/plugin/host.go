@@ -18,6 +18,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/tetratelabs/wazero"
 )
@@ -58,6 +59,10 @@ type Spec struct {
 	// capabilities are granted; an error refuses the load. Nil grants
 	// only a plugin that declares no needs.
 	CheckNeeds func(hostfns.Capabilities) error
+	// Grants, when set, are what the plugin may do: its filesystem roots
+	// (mounted through a jail), exec and net. CheckNeeds defaults to
+	// checking declared needs against them.
+	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
 	// ModuleConfig, when set, adjusts each instance's module config (the

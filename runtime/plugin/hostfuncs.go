@@ -55,6 +55,11 @@ var hostImpls = map[string]hostImpl{
 	hostfns.FnStateGet:           hostStateGet,
 	hostfns.FnStateSet:           hostStateSet,
 	hostfns.FnEnvGet:             hostEnvGet,
+	hostfns.FnExecRun:            hostExecRun,
+	hostfns.FnExecStart:          hostExecStart,
+	hostfns.FnExecPoll:           hostExecTask(false),
+	hostfns.FnExecKill:           hostExecTask(true),
+	hostfns.FnHTTPRequest:        hostHTTPRequest,
 }
 
 // wrapHost adapts impl to the calling convention. It validates the
@@ -257,7 +262,7 @@ func hostEnvGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status
 	if st, msg := decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	if !slices.Contains(in.p.spec.Env, r.Name) {
+	if !slices.Contains(in.p.spec.Env, r.Name) || r.Name == "" {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("environment variable %q is not granted to plugin %q (grants.env)", r.Name, in.p.name)
 	}
 	v, ok := os.LookupEnv(r.Name)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -39,6 +40,7 @@ type instance struct {
 	pending []byte // an oversized host-function result awaiting take
 
 	logw io.Closer
+	jail *fsjail.Jail // nil without fs grants
 }
 
 // callState is what host functions know about the call in progress.
@@ -93,6 +95,12 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 			cfg = cfg.WithEnv(name, v)
 		}
 	}
+	jail, err := p.jailFor(facts)
+	if err != nil {
+		lw.Close()
+		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: err}
+	}
+	cfg = withJail(cfg, jail)
 	if p.spec.ModuleConfig != nil {
 		cfg = p.spec.ModuleConfig(cfg)
 	}
@@ -103,10 +111,13 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		b.stop()
 		cancel(nil)
 		lw.Close()
+		if jail != nil {
+			jail.Close()
+		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: p.classify(ictx, err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -174,6 +185,9 @@ func (in *instance) closeLocked(ctx context.Context) {
 	}
 	in.mod.Close(context.WithoutCancel(ctx))
 	in.logw.Close()
+	if in.jail != nil {
+		in.jail.Close()
+	}
 }
 
 // invoke calls export with the input frame made of parts joined by NUL,

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -38,12 +39,15 @@ type Plugin struct {
 	load       *instance
 	agents     map[string]*agentSlot
 	offs       []func()
+	sandbox    sandbox
+	execs      map[string]*execjail.Manager // by session scope
 	active     bool
 	closed     bool
 	initing    bool
 }
 
 type agentSlot struct {
+	facts *prompt.AgentFacts
 	ready chan struct{}
 	inst  *instance
 	err   error
@@ -97,6 +101,9 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		return nil, fmt.Errorf("%w: compile: %w", ErrABI, err)
 	}
 	if err := p.checkModule(); err != nil {
+		return nil, err
+	}
+	if err := p.openSandbox(); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -198,8 +205,12 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 
 func (p *Plugin) checkNeeds() error {
 	caps := p.Capabilities()
-	if p.spec.CheckNeeds != nil {
-		if err := p.spec.CheckNeeds(caps); err != nil {
+	check := p.spec.CheckNeeds
+	if check == nil && p.spec.Grants != nil {
+		check = func(c hostfns.Capabilities) error { return checkGrants(p.name, p.spec.Grants, c) }
+	}
+	if check != nil {
+		if err := check(caps); err != nil {
 			return fmt.Errorf("%w: %w", ErrNotGranted, err)
 		}
 		return nil
@@ -280,6 +291,7 @@ func (p *Plugin) close(ctx context.Context) {
 	for _, in := range insts {
 		in.close(ctx)
 	}
+	p.closeSandbox()
 	if err := p.rt.Close(ctx); err != nil {
 		p.log.Warn("close runtime", "err", err)
 	}
@@ -290,13 +302,17 @@ func (p *Plugin) endAgent(ctx context.Context, agentID string) {
 	s := p.agents[agentID]
 	delete(p.agents, agentID)
 	p.mu.Unlock()
-	if s == nil {
-		return
+	if s != nil {
+		<-s.ready
+		if s.inst != nil {
+			s.inst.close(ctx)
+		}
 	}
-	<-s.ready
-	if s.inst != nil {
-		s.inst.close(ctx)
+	scope := "agent:" + agentID
+	if s != nil && s.facts != nil && s.facts.Session != "" {
+		scope = s.facts.Session
 	}
+	p.endExecScope(scope)
 }
 
 // Instances reports how many instances are open: the load-time one and
@@ -350,7 +366,7 @@ func (p *Plugin) instanceFor(ctx context.Context, facts *prompt.AgentFacts) (*in
 		p.mu.Unlock()
 		return p.instanceFor(ctx, facts)
 	}
-	s = &agentSlot{ready: make(chan struct{})}
+	s = &agentSlot{ready: make(chan struct{}), facts: facts}
 	p.agents[facts.ID] = s
 	p.mu.Unlock()
 	s.inst, s.err = p.newInstance(ctx, false, facts)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -293,6 +294,34 @@ var tools = map[string]guest.ToolFunc{
 	},
 	"events": func(guest.Context, []byte) (string, error) {
 		b, _ := json.Marshal(eventLog)
+		return string(b), nil
+	},
+	"readfile": func(_ guest.Context, args []byte) (string, error) {
+		b, err := os.ReadFile(string(args))
+		return string(b), err
+	},
+	"writefile": func(_ guest.Context, args []byte) (string, error) {
+		path, data, _ := strings.Cut(string(args), "\n")
+		return "written", os.WriteFile(path, []byte(data), 0o644)
+	},
+	"exec": func(_ guest.Context, args []byte) (string, error) {
+		var req hostfns.ExecRequest
+		if err := json.Unmarshal(args, &req); err != nil {
+			return "", err
+		}
+		r, err := guest.Exec(req)
+		if err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(r)
+		return string(b), nil
+	},
+	"http": func(_ guest.Context, args []byte) (string, error) {
+		r, err := guest.HTTP(hostfns.HTTPRequest{URL: string(args)})
+		if err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(r)
 		return string(b), nil
 	},
 	"getenv": func(_ guest.Context, args []byte) (string, error) {

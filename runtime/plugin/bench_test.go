@@ -1,0 +1,371 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+)
+
+// The benchmarks compare one tool call along three paths, in one run:
+//
+//   - dsh: Host.CallTool on testkit's "echo" (decode 1 KiB of JSON
+//     arguments, call the log host function once, return 1 KiB), in one
+//     agent's warm instance;
+//   - extism: the same work through extism go-sdk's Plugin.Call on a go-pdk
+//     guest (testdata/guests/bench-pdk);
+//   - wazero-raw: a bare call of a cached api.Function, without and with
+//     1 KiB written to and read back from guest memory around it.
+//
+// Run them with
+//
+//	go test ./runtime/plugin -run '^$' -bench . -benchtime 2s -count 3
+
+// benchText is the 1 KiB the echo tools decode and return.
+var benchText = strings.Repeat("abcdefghijklmnopqrstuvwxyz012345", 32)
+
+// latencySamples is how many calls each ToolCall sub-benchmark times one by
+// one, after its loop, for the p50-ns and p99-ns metrics.
+const latencySamples = 10000
+
+// countingDiscard drops every record and counts how often a logger asked
+// whether it should log, so a benchmark can prove the guest's log host
+// call happened once per call without paying for a record.
+type countingDiscard struct{ asked *atomic.Int64 }
+
+func (h countingDiscard) Enabled(context.Context, slog.Level) bool {
+	h.asked.Add(1)
+	return false
+}
+func (h countingDiscard) Handle(context.Context, slog.Record) error { return nil }
+func (h countingDiscard) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h countingDiscard) WithGroup(string) slog.Handler             { return h }
+
+// benchHost returns a host with testkit loaded as "kit", offering the
+// echo and counter tools, whose logger counts log calls into asked.
+func benchHost(b *testing.B, asked *atomic.Int64) (*Host, *Plugin) {
+	b.Helper()
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(b), Logger: slog.New(countingDiscard{asked})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close(context.Background()) })
+	p, err := h.Load(context.Background(), Spec{Name: "kit", Source: testkit(b),
+		Config: cfg(b, map[string]any{"tools": []string{"echo", "counter"}})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, p
+}
+
+// reportLatency times calls one by one and reports their p50 and p99. The
+// figures include two time.Now calls (tens of ns), which matters only for
+// the raw paths.
+func reportLatency(b *testing.B, call func() error) {
+	b.Helper()
+	d := make([]time.Duration, latencySamples)
+	for i := range d {
+		t0 := time.Now()
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+		d[i] = time.Since(t0)
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2]), "p50-ns")
+	b.ReportMetric(float64(d[len(d)*99/100]), "p99-ns")
+}
+
+// checkAsked fails the benchmark unless the guest's log host function ran
+// exactly once per loop iteration.
+func checkAsked(b *testing.B, asked *atomic.Int64, before int64) {
+	b.Helper()
+	if n := asked.Load() - before; n != int64(b.N) {
+		b.Fatalf("the log host function ran %d times in %d calls", n, b.N)
+	}
+}
+
+func BenchmarkToolCall(b *testing.B) {
+	ctx := context.Background()
+	args, err := json.Marshal(map[string]string{"text": benchText})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("dsh/echo-1KiB", func(b *testing.B) {
+		var asked atomic.Int64
+		h, _ := benchHost(b, &asked)
+		facts := agent("bench", "m")
+		call := func() error {
+			r, err := h.CallTool(ctx, facts, "echo", args)
+			if err != nil {
+				return err
+			}
+			if r.IsError || len(r.Text) != len(benchText) {
+				return fmt.Errorf("echo returned %d bytes (error %v)", len(r.Text), r.IsError)
+			}
+			return nil
+		}
+		r, err := h.CallTool(ctx, facts, "echo", args) // creates the agent's instance
+		if err != nil || r.Text != benchText {
+			b.Fatalf("echo: %+v, %v", r, err)
+		}
+		b.ReportAllocs()
+		before := asked.Load()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		checkAsked(b, &asked, before)
+		reportLatency(b, call)
+	})
+
+	// counter takes no arguments, decodes nothing and calls no host
+	// function: the difference to echo-1KiB is the guest's JSON work, the
+	// log host call and moving 2 KiB.
+	b.Run("dsh/counter-noargs", func(b *testing.B) {
+		var asked atomic.Int64
+		h, _ := benchHost(b, &asked)
+		facts := agent("bench", "m")
+		call := func() error {
+			r, err := h.CallTool(ctx, facts, "counter", nil)
+			if err != nil {
+				return err
+			}
+			if r.IsError || r.Text == "" {
+				return fmt.Errorf("counter returned %+v", r)
+			}
+			return nil
+		}
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportLatency(b, call)
+	})
+
+	b.Run("extism/echo-1KiB", func(b *testing.B) {
+		var asked atomic.Int64
+		logger := slog.New(countingDiscard{&asked})
+		var hostErrs atomic.Int64
+		logFn := extism.NewHostFunctionWithStack("log", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			req, err := p.ReadBytes(stack[0])
+			if err != nil {
+				hostErrs.Add(1)
+				return
+			}
+			var r hostfns.LogRequest
+			if err := json.Unmarshal(req, &r); err != nil {
+				hostErrs.Add(1)
+				return
+			}
+			logger.Log(ctx, logLevel(r.Level), r.Message)
+		}, []extism.ValueType{extism.ValueTypePTR}, nil)
+		path, err := guestbuild.Build("testdata/guests/bench-pdk")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The same runtime config as a dsh plugin (shared compilation
+		// cache, close on context done), and the same per-call deadline
+		// and memory cap as dsh's defaults.
+		manifest := extism.Manifest{
+			Wasm:    []extism.Wasm{extism.WasmFile{Path: path}},
+			Timeout: uint64(DefaultCallTimeout / time.Millisecond),
+			Memory:  &extism.ManifestMemory{MaxPages: DefaultMemoryPages},
+		}
+		compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
+			EnableWasi: true, RuntimeConfig: sharedCache(b).runtimeConfig()}, []extism.HostFunction{logFn})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { compiled.Close(context.Background()) })
+		plug, err := compiled.Instance(ctx, extism.PluginInstanceConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { plug.Close(context.Background()) })
+		call := func() error {
+			rc, out, err := plug.Call("echo", args)
+			if err != nil || rc != 0 {
+				return fmt.Errorf("extism echo: rc %d: %v", rc, err)
+			}
+			if len(out) != len(benchText) {
+				return fmt.Errorf("extism echo returned %d bytes", len(out))
+			}
+			return nil
+		}
+		rc, out, err := plug.Call("echo", args) // runs the guest's _initialize
+		if err != nil || rc != 0 || string(out) != benchText {
+			b.Fatalf("extism echo: rc %d, %d bytes, %v", rc, len(out), err)
+		}
+		b.ReportAllocs()
+		before := asked.Load()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		checkAsked(b, &asked, before)
+		if n := hostErrs.Load(); n > 0 {
+			b.Fatalf("the extism log host function failed %d times", n)
+		}
+		reportLatency(b, call)
+	})
+
+	// rawInstance returns a warm testkit instance for direct calls of its
+	// cached exports, outside the host's call machinery.
+	rawInstance := func(b *testing.B) *instance {
+		b.Helper()
+		var asked atomic.Int64
+		_, p := benchHost(b, &asked)
+		in, err := p.instanceFor(ctx, agent("raw", "m"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return in
+	}
+
+	b.Run("wazero-raw/bare", func(b *testing.B) {
+		in := rawInstance(b)
+		fn := in.fns[hostfns.ExportABIVersion]
+		stack := make([]uint64, 1)
+		call := func() error {
+			if err := fn.CallWithStack(ctx, stack); err != nil {
+				return err
+			}
+			if int32(stack[0]) != hostfns.ABIVersion {
+				return fmt.Errorf("dsh_abi_version = %d", int32(stack[0]))
+			}
+			return nil
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportLatency(b, call)
+	})
+
+	b.Run("wazero-raw/bare+1KiB-in-out", func(b *testing.B) {
+		in := rawInstance(b)
+		fn := in.fns[hostfns.ExportABIVersion]
+		stack := []uint64{uint64(len(benchText))}
+		if err := in.alloc.CallWithStack(ctx, stack); err != nil {
+			b.Fatal(err)
+		}
+		ptr := uint32(stack[0])
+		src, dst := []byte(benchText), make([]byte, len(benchText))
+		call := func() error {
+			if !in.mem.Write(ptr, src) {
+				return fmt.Errorf("write 1 KiB at %#x", ptr)
+			}
+			if err := fn.CallWithStack(ctx, stack); err != nil {
+				return err
+			}
+			got, ok := in.mem.Read(ptr, uint32(len(dst)))
+			if !ok {
+				return fmt.Errorf("read 1 KiB at %#x", ptr)
+			}
+			copy(dst, got)
+			return nil
+		}
+		if err := call(); err != nil || !bytes.Equal(dst, src) {
+			b.Fatalf("round trip: %v, equal %v", err, bytes.Equal(dst, src))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportLatency(b, call)
+	})
+}
+
+func logLevel(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// BenchmarkInstantiateWarm measures an agent's first call's setup cost with
+// the module already compiled: instantiate, _initialize, the ABI version
+// check and dsh_setup, then closing the instance when the agent ends.
+func BenchmarkInstantiateWarm(b *testing.B) {
+	ctx := context.Background()
+	var asked atomic.Int64
+	h, p := benchHost(b, &asked)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		facts := agent("agent-"+strconv.Itoa(i), "m")
+		if _, err := p.instanceFor(ctx, facts); err != nil {
+			b.Fatal(err)
+		}
+		h.EndAgent(ctx, facts.ID)
+	}
+	if n := p.Instances(); n != 1 {
+		b.Fatalf("%d instances open after the loop, want the load-time one", n)
+	}
+}
+
+// benchLoadUnload loads testkit (compile, load-time instance, dsh_init) and
+// unloads it, in a loop, on a host with cache.
+func benchLoadUnload(b *testing.B, cache *Cache) {
+	ctx := context.Background()
+	path := testkit(b)
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: cache, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close(context.Background()) })
+	spec := Spec{Name: "kit", Source: path, Config: cfg(b, map[string]any{"tools": []string{"echo", "counter"}})}
+	loadUnload := func() {
+		if _, err := h.Load(ctx, spec); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Unload(ctx, "kit"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loadUnload() // a warm cache holds the module before the clock starts
+	b.ReportAllocs()
+	for b.Loop() {
+		loadUnload()
+	}
+}
+
+// BenchmarkCompileCold loads and unloads testkit with no compilation
+// cache: every load runs wazero's compiler.
+func BenchmarkCompileCold(b *testing.B) { benchLoadUnload(b, NoCache()) }
+
+// BenchmarkCompileWarm loads and unloads testkit with the shared on-disk
+// cache, so every load reads compiled code from disk.
+func BenchmarkCompileWarm(b *testing.B) { benchLoadUnload(b, sharedCache(b)) }

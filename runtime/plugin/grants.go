@@ -1,0 +1,317 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/netguard"
+	"github.com/tetratelabs/wazero"
+)
+
+// SpecFromEntry turns a config entry into a Spec: the plugin's config,
+// its limits, its environment and every grant. name may be empty.
+func SpecFromEntry(name string, e config.Entry) (Spec, error) {
+	if err := e.Validate(); err != nil {
+		return Spec{}, err
+	}
+	e.ApplyDefaults()
+	cfg, err := e.ConfigJSON()
+	if err != nil {
+		return Spec{}, err
+	}
+	g := e.Grants
+	spec := Spec{
+		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g,
+		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout},
+	}
+	return spec, nil
+}
+
+// checkGrants decides whether declared needs are covered by the grants.
+func checkGrants(name string, g *config.Grants, c hostfns.Capabilities) error {
+	cc := config.Capabilities{Plugin: name, Exec: c.Exec, Net: c.Net, Env: c.Env}
+	for _, f := range c.FS {
+		cc.FS = append(cc.FS, config.FSCapability{Path: f.Path, Mode: config.FSMode(f.Mode)})
+	}
+	return g.Check(cc)
+}
+
+// sandbox holds what a plugin's grants give it at run time.
+type sandbox struct {
+	grants *config.Grants
+	net    *netguard.Fetcher
+}
+
+func (p *Plugin) openSandbox() error {
+	g := p.spec.Grants
+	if g == nil {
+		return nil
+	}
+	p.sandbox.grants = g
+	if len(g.Net.AllowedHosts) > 0 {
+		f, err := netguard.New(netguard.Options{AllowedHosts: g.Net.AllowedHosts,
+			MaxResponseBytes: int64(g.Net.ResponseBytes), AllowPrivateAddresses: g.Net.AllowPrivate})
+		if err != nil {
+			return fmt.Errorf("grants.net: %w", err)
+		}
+		p.sandbox.net = f
+	}
+	return nil
+}
+
+func (p *Plugin) closeSandbox() {
+	if p.sandbox.net != nil {
+		p.sandbox.net.Close()
+	}
+	p.mu.Lock()
+	mgrs := p.execs
+	p.execs = nil
+	p.mu.Unlock()
+	for _, m := range mgrs {
+		m.Close()
+	}
+}
+
+// fsRoots resolves the fs grants for an agent; "workspace" is its cwd and
+// is left out when the agent has none (the load-time instance, say).
+func (p *Plugin) fsRoots(facts *prompt.AgentFacts) ([]fsjail.Mount, error) {
+	g := p.sandbox.grants
+	if g == nil {
+		return nil, nil
+	}
+	var mounts []fsjail.Mount
+	for _, fg := range g.FS {
+		cwd := ""
+		if facts != nil {
+			cwd = facts.Cwd
+		}
+		if fg.Path == config.Workspace && cwd == "" {
+			continue
+		}
+		host, err := fg.Resolve(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("grants.fs %q: %w", fg.Path, err)
+		}
+		host = filepath.Clean(host)
+		if slices.ContainsFunc(mounts, func(m fsjail.Mount) bool { return m.HostPath == host }) {
+			continue
+		}
+		// The guest sees each root at its own host path, so the absolute
+		// paths a model uses mean the same inside and out.
+		mounts = append(mounts, fsjail.Mount{HostPath: host, GuestPath: host, ReadOnly: fg.Mode != config.ModeRW})
+	}
+	return mounts, nil
+}
+
+// jailFor builds the filesystem an instance sees, or nil without fs grants.
+func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
+	mounts, err := p.fsRoots(facts)
+	if err != nil || len(mounts) == 0 {
+		return nil, err
+	}
+	j, err := fsjail.New(mounts)
+	if err != nil {
+		return nil, fmt.Errorf("grants.fs: %w", err)
+	}
+	return j, nil
+}
+
+func withJail(cfg wazero.ModuleConfig, j *fsjail.Jail) wazero.ModuleConfig {
+	if j == nil {
+		return cfg
+	}
+	return cfg.WithFSConfig(j.FSConfig())
+}
+
+// execManager returns the exec manager of a call's session, creating it.
+// Background tasks belong to the session, not to an instance, so a
+// re-created instance still reaches them.
+func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, string) {
+	g := p.sandbox.grants
+	if g == nil || !g.Exec.Allowed {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted exec (add under grants.exec: allowed: true)", p.name)
+	}
+	scope := stateScope(cs)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, hostfns.ErrDenied, "plugin unloaded"
+	}
+	if m := p.execs[scope]; m != nil {
+		return m, 0, ""
+	}
+	mounts, err := p.fsRoots(cs.facts)
+	if err != nil {
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	if len(mounts) == 0 {
+		return nil, hostfns.ErrDenied, "exec needs a granted fs root to run in (grants.fs), and this call has none"
+	}
+	roots := make([]execjail.Root, len(mounts))
+	for i, m := range mounts {
+		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly}
+	}
+	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
+		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0})
+	if err != nil {
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	if p.execs == nil {
+		p.execs = map[string]*execjail.Manager{}
+	}
+	p.execs[scope] = m
+	return m, 0, ""
+}
+
+func (p *Plugin) endExecScope(scope string) {
+	p.mu.Lock()
+	m := p.execs[scope]
+	delete(p.execs, scope)
+	p.mu.Unlock()
+	if m != nil {
+		m.Close()
+	}
+}
+
+func execCommand(g *config.Grants, r hostfns.ExecRequest) (execjail.Command, hostfns.Status, string) {
+	if (r.Command == "") == (len(r.Argv) == 0) {
+		return execjail.Command{}, hostfns.ErrBadJSON, "set exactly one of command and argv"
+	}
+	timeout, err := g.Exec.CommandTimeout(time.Duration(r.TimeoutMs) * time.Millisecond)
+	if err != nil {
+		return execjail.Command{}, hostfns.ErrDenied, err.Error()
+	}
+	cmd := execjail.Command{Script: r.Command, Argv: r.Argv, Dir: r.Cwd, Timeout: timeout}
+	if r.Stdin != "" {
+		cmd.Stdin = []byte(r.Stdin)
+	}
+	return cmd, 0, ""
+}
+
+func execStatus(err error) (hostfns.Status, string) {
+	switch {
+	case errors.Is(err, execjail.ErrCwdOutsideRoots):
+		return hostfns.ErrDenied, err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return hostfns.ErrCanceled, err.Error()
+	}
+	return hostfns.ErrInternal, err.Error()
+}
+
+func toExecResult(r execjail.Result) hostfns.ExecResult {
+	out := func(o execjail.Output) hostfns.ExecOutput {
+		return hostfns.ExecOutput{Data: string(o.Data), Truncated: o.Truncated, Omitted: o.Omitted, Total: o.Total}
+	}
+	return hostfns.ExecResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Canceled: r.Canceled,
+		Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
+}
+
+func toExecStatus(s execjail.Status) hostfns.ExecStatus {
+	return hostfns.ExecStatus{ID: s.ID, Running: s.Running, Result: toExecResult(s.Result)}
+}
+
+func hostExecRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.ExecRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	m, st, msg := in.p.execManager(cs)
+	if st != 0 {
+		return nil, st, msg
+	}
+	cmd, st, msg := execCommand(in.p.sandbox.grants, r)
+	if st != 0 {
+		return nil, st, msg
+	}
+	res, err := m.Run(cs.ctx, cmd)
+	if err != nil {
+		st, msg := execStatus(err)
+		return nil, st, msg
+	}
+	b, _ := json.Marshal(toExecResult(res))
+	return b, 0, ""
+}
+
+func hostExecStart(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.ExecRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	m, st, msg := in.p.execManager(cs)
+	if st != 0 {
+		return nil, st, msg
+	}
+	cmd, st, msg := execCommand(in.p.sandbox.grants, r)
+	if st != 0 {
+		return nil, st, msg
+	}
+	// A background task outlives the call that started it, so it runs
+	// under the session's lifetime (Host.EndAgent), not the call's context.
+	id, err := m.Start(context.WithoutCancel(cs.ctx), cmd)
+	if err != nil {
+		st, msg := execStatus(err)
+		return nil, st, msg
+	}
+	b, _ := json.Marshal(hostfns.ExecStatus{ID: id, Running: true})
+	return b, 0, ""
+}
+
+func hostExecTask(kill bool) hostImpl {
+	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+		var r hostfns.TaskRequest
+		if st, msg := decode(req, &r); st != 0 {
+			return nil, st, msg
+		}
+		m, st, msg := in.p.execManager(cs)
+		if st != 0 {
+			return nil, st, msg
+		}
+		op := m.Poll
+		if kill {
+			op = m.Kill
+		}
+		s, err := op(r.ID)
+		if err != nil {
+			return nil, hostfns.ErrNotFound, err.Error()
+		}
+		b, _ := json.Marshal(toExecStatus(s))
+		return b, 0, ""
+	}
+}
+
+func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.HTTPRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	f := in.p.sandbox.net
+	if f == nil {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted network access (grants.net.allowed_hosts)", in.p.name)
+	}
+	resp, err := f.Fetch(cs.ctx, netguard.Request{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body, BodyBase64: r.BodyBase64})
+	if err != nil {
+		switch {
+		case errors.Is(err, netguard.ErrHostNotAllowed):
+			return nil, hostfns.ErrDenied, err.Error()
+		case errors.Is(err, context.Canceled):
+			return nil, hostfns.ErrCanceled, err.Error()
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, hostfns.ErrTimeout, err.Error()
+		}
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	b, _ := json.Marshal(hostfns.HTTPResponse{Status: resp.Status, URL: resp.URL, Headers: resp.Headers,
+		Body: resp.Body, BodyBase64: resp.BodyBase64, Truncated: resp.Truncated})
+	return b, 0, ""
+}

@@ -1,0 +1,51 @@
+//go:build wasip1
+
+// Command bench-pdk is the Extism twin of testkit's "echo" tool, built on
+// the official Go PDK (github.com/extism/go-pdk v1.1.3) so runtime/plugin's
+// benchmarks can compare a dsh:host/v1 tool call with the same work done
+// through extism go-sdk's Plugin.Call. Its export "echo" json-decodes
+// {"text": ...} from the input, sends one JSON log request to the host
+// function extism:host/user::log, and outputs the text.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/extism/go-pdk"
+)
+
+// hostLog is the host's log function. It takes the Extism-kernel offset of
+// a JSON {"level", "message"} request, the same request testkit's echo
+// sends to dsh:host/v1::log.
+//
+//go:wasmimport extism:host/user log
+func hostLog(offset uint64)
+
+type logRequest struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+//go:wasmexport echo
+func echo() int32 {
+	var a struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(pdk.Input(), &a); err != nil {
+		pdk.SetError(fmt.Errorf("echo: bad arguments: %w", err))
+		return 1
+	}
+	req, err := json.Marshal(logRequest{Level: "debug", Message: "echo"})
+	if err != nil {
+		pdk.SetError(fmt.Errorf("echo: encode log request: %w", err))
+		return 1
+	}
+	mem := pdk.AllocateBytes(req)
+	hostLog(mem.Offset())
+	mem.Free()
+	pdk.OutputString(a.Text)
+	return 0
+}
+
+func main() {}
