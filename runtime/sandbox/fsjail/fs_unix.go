@@ -1,0 +1,451 @@
+//go:build unix
+
+package fsjail
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+	"golang.org/x/sys/unix"
+)
+
+// writeFlags are the open flags that can modify a file or create one.
+const writeFlags = experimentalsys.O_WRONLY | experimentalsys.O_RDWR |
+	experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_APPEND
+
+// rootFS is the jailed sys.FS of one mount. Every path it is given is
+// relative to root and resolved by os.Root; see the package documentation.
+type rootFS struct {
+	experimentalsys.UnimplementedFS
+
+	root     *os.Root
+	readOnly bool
+}
+
+var _ experimentalsys.FS = (*rootFS)(nil)
+
+func openMount(m Mount) (mountFS, error) {
+	root, err := os.OpenRoot(m.HostPath)
+	if err != nil {
+		// os.OpenRoot reports a non-directory with an untyped error.
+		if fi, serr := os.Stat(m.HostPath); serr == nil && !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %w", ErrNotDirectory, err)
+		}
+		return nil, err
+	}
+	// wazero opens the pre-open lazily and cannot report a failure then,
+	// so make sure now that the directory can be opened and listed.
+	dir, err := root.Open(".")
+	if err != nil {
+		_ = root.Close()
+		return nil, err
+	}
+	_ = dir.Close()
+	learnEscapeError(root)
+	return &rootFS{root: root, readOnly: m.ReadOnly}, nil
+}
+
+// String implements fmt.Stringer for wazero's logging.
+func (r *rootFS) String() string {
+	if r.readOnly {
+		return "fsjail:" + r.root.Name() + ":ro"
+	}
+	return "fsjail:" + r.root.Name()
+}
+
+// Close closes the underlying os.Root.
+func (r *rootFS) Close() error {
+	return r.root.Close()
+}
+
+// OpenFile implements sys.FS.
+func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if name == "" {
+		return nil, experimentalsys.ENOENT
+	}
+	if flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) == experimentalsys.O_WRONLY|experimentalsys.O_RDWR {
+		return nil, experimentalsys.EINVAL
+	}
+	if r.readOnly && flag&writeFlags != 0 {
+		return nil, experimentalsys.EROFS
+	}
+	osFlag := toOSFlag(flag)
+	perm &= fs.ModePerm
+
+	var (
+		f   *os.File
+		err error
+	)
+	if flag&experimentalsys.O_NOFOLLOW != 0 {
+		f, err = r.openNoFollow(name, osFlag, perm)
+	} else {
+		f, err = r.root.OpenFile(name, osFlag, perm)
+	}
+	if err != nil {
+		errno := toErrno(err)
+		if errno == experimentalsys.EBADF && errors.Is(err, fs.ErrClosed) {
+			// The Jail is closed: nothing is granted any more. wazero's
+			// lazily opened pre-open only tolerates ENOENT here.
+			errno = experimentalsys.ENOENT
+		}
+		return nil, errno
+	}
+	file, errno := newFile(f, flag, r.readOnly)
+	if errno != 0 {
+		_ = f.Close()
+		return nil, errno
+	}
+	return file, 0
+}
+
+// openNoFollow opens name without following a symlink in its final
+// component, which os.Root.OpenFile would follow.
+func (r *rootFS) openNoFollow(name string, osFlag int, perm fs.FileMode) (*os.File, error) {
+	dir, base, trailingSlash := splitParent(name)
+	if base == "" || base == "." || base == ".." || trailingSlash {
+		// Nothing to "not follow": the final component is a directory
+		// reference or must be resolved as a directory anyway.
+		return r.root.OpenFile(name, osFlag, perm)
+	}
+	var fd int
+	err := r.inParent(dir, func(dirfd int) error {
+		var err error
+		fd, err = retryEINTR(func() (int, error) {
+			return unix.Openat(dirfd, base, osFlag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm))
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// inParent opens dir through os.Root and calls fn with its descriptor.
+// Callers apply an *at system call to a single, non-followed name in it.
+func (r *rootFS) inParent(dir string, fn func(dirfd int) error) error {
+	d, err := r.root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	if err := rc.Control(func(fd uintptr) { opErr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return opErr
+}
+
+// splitParent splits name into the directory holding its final component
+// and that component, with trailing slashes removed and reported. base is
+// empty only for a name made of slashes, which is absolute.
+func splitParent(name string) (dir, base string, trailingSlash bool) {
+	end := len(name)
+	for end > 0 && name[end-1] == '/' {
+		end--
+	}
+	trailingSlash = end < len(name)
+	trimmed := name[:end]
+	i := strings.LastIndexByte(trimmed, '/')
+	switch {
+	case i < 0:
+		return ".", trimmed, trailingSlash
+	case i == 0:
+		return "/", trimmed[1:], trailingSlash
+	}
+	return trimmed[:i], trimmed[i+1:], trailingSlash
+}
+
+// target splits name for an operation on its final component and rejects
+// names that cannot denote an entry of the root.
+func target(name string) (dir, base string, trailingSlash bool, errno experimentalsys.Errno) {
+	switch {
+	case name == "":
+		return "", "", false, experimentalsys.ENOENT
+	case strings.HasPrefix(name, "/"):
+		return "", "", false, experimentalsys.EPERM // absolute: outside every root
+	case strings.IndexByte(name, 0) >= 0:
+		return "", "", false, experimentalsys.EINVAL
+	}
+	dir, base, trailingSlash = splitParent(name)
+	return dir, base, trailingSlash, 0
+}
+
+func lstatAt(dirfd int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	_, err := retryEINTR(func() (int, error) {
+		return 0, unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return st, err
+}
+
+func isDirMode(mode uint32) bool {
+	return mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// Lstat implements sys.FS.
+func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	if name == "" {
+		return sys.Stat_t{}, experimentalsys.ENOENT
+	}
+	fi, err := r.root.Lstat(name)
+	if err != nil {
+		return sys.Stat_t{}, toErrno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Stat implements sys.FS.
+func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	if name == "" {
+		return sys.Stat_t{}, experimentalsys.ENOENT
+	}
+	fi, err := r.root.Stat(name)
+	if err != nil {
+		return sys.Stat_t{}, toErrno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Mkdir implements sys.FS.
+func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	if name == "" {
+		return experimentalsys.ENOENT
+	}
+	return toErrno(r.root.Mkdir(name, perm&fs.ModePerm))
+}
+
+// Chmod implements sys.FS. Only the permission bits of perm are applied.
+func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	if name == "" {
+		return experimentalsys.ENOENT
+	}
+	return toErrno(r.root.Chmod(name, perm&fs.ModePerm))
+}
+
+// Utimens implements sys.FS.
+func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	if name == "" {
+		return experimentalsys.ENOENT
+	}
+	return toErrno(r.root.Chtimes(name, nanosToTime(atim), nanosToTime(mtim)))
+}
+
+// nanosToTime converts a wazero timestamp; the zero time.Time tells os to
+// leave the timestamp unchanged.
+func nanosToTime(nanos int64) time.Time {
+	if nanos == experimentalsys.UTIME_OMIT {
+		return time.Time{}
+	}
+	return time.Unix(0, nanos)
+}
+
+// Rename implements sys.FS.
+func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	fromDir, fromBase, fromSlash, errno := target(from)
+	if errno != 0 {
+		return errno
+	}
+	toDir, toBase, toSlash, errno := target(to)
+	if errno != 0 {
+		return errno
+	}
+	if isDot(fromBase) || isDot(toBase) {
+		return experimentalsys.EINVAL
+	}
+	err := r.inParent(fromDir, func(fromfd int) error {
+		return r.inParent(toDir, func(tofd int) error {
+			if fromSlash || toSlash {
+				// A trailing slash only names a directory. The kernel
+				// does not follow a symlink here either.
+				st, err := lstatAt(fromfd, fromBase)
+				if err != nil {
+					return err
+				}
+				if !isDirMode(uint32(st.Mode)) {
+					return syscall.ENOTDIR
+				}
+			}
+			_, err := retryEINTR(func() (int, error) {
+				return 0, unix.Renameat(fromfd, fromBase, tofd, toBase)
+			})
+			return err
+		})
+	})
+	return toErrno(err)
+}
+
+// Rmdir implements sys.FS.
+func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	dir, base, _, errno := target(name)
+	if errno != 0 {
+		return errno
+	}
+	switch base {
+	case ".":
+		return experimentalsys.EINVAL
+	case "..":
+		return experimentalsys.ENOTEMPTY
+	}
+	err := r.inParent(dir, func(dirfd int) error {
+		_, err := retryEINTR(func() (int, error) {
+			return 0, unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+		})
+		return err
+	})
+	return toErrno(err)
+}
+
+// Unlink implements sys.FS.
+func (r *rootFS) Unlink(name string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	dir, base, trailingSlash, errno := target(name)
+	if errno != 0 {
+		return errno
+	}
+	if isDot(base) {
+		return experimentalsys.EISDIR
+	}
+	err := r.inParent(dir, func(dirfd int) error {
+		if trailingSlash {
+			// "name/" names a directory, which unlink never removes.
+			st, err := lstatAt(dirfd, base)
+			switch {
+			case err != nil:
+				return err
+			case isDirMode(uint32(st.Mode)):
+				return syscall.EISDIR
+			default:
+				return syscall.ENOTDIR
+			}
+		}
+		_, err := retryEINTR(func() (int, error) {
+			return 0, unix.Unlinkat(dirfd, base, 0)
+		})
+		if err == unix.EPERM {
+			// BSDs report EPERM when unlinking a directory.
+			if st, serr := lstatAt(dirfd, base); serr == nil && isDirMode(uint32(st.Mode)) {
+				return syscall.EISDIR
+			}
+		}
+		return err
+	})
+	return toErrno(err)
+}
+
+// Link implements sys.FS. Both names are resolved in this root; a symlink
+// in oldName's final component is linked itself, not its target.
+func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	if oldName == "" || newName == "" {
+		return experimentalsys.ENOENT
+	}
+	return toErrno(r.root.Link(oldName, newName))
+}
+
+// Symlink implements sys.FS. Absolute targets are refused with EPERM, as
+// the WASI filesystem rules require; relative targets are stored verbatim.
+func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	switch {
+	case oldName == "" || linkName == "":
+		return experimentalsys.ENOENT
+	case path.IsAbs(oldName):
+		return experimentalsys.EPERM
+	case strings.IndexByte(oldName, 0) >= 0:
+		return experimentalsys.EINVAL
+	}
+	return toErrno(r.root.Symlink(oldName, linkName))
+}
+
+// Readlink implements sys.FS.
+func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
+	if name == "" {
+		return "", experimentalsys.ENOENT
+	}
+	dst, err := r.root.Readlink(name)
+	if err != nil {
+		return "", toErrno(err)
+	}
+	return dst, 0
+}
+
+func isDot(base string) bool {
+	return base == "" || base == "." || base == ".."
+}
+
+// toOSFlag converts wazero open flags to os.OpenFile flags. O_NOFOLLOW is
+// handled by the caller.
+func toOSFlag(flag experimentalsys.Oflag) int {
+	var f int
+	switch flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDWR:
+		f = os.O_RDWR
+	case experimentalsys.O_WRONLY:
+		f = os.O_WRONLY
+	default:
+		f = os.O_RDONLY
+	}
+	for _, m := range [...]struct {
+		from experimentalsys.Oflag
+		to   int
+	}{
+		{experimentalsys.O_APPEND, os.O_APPEND},
+		{experimentalsys.O_CREAT, os.O_CREATE},
+		{experimentalsys.O_EXCL, os.O_EXCL},
+		{experimentalsys.O_TRUNC, os.O_TRUNC},
+		{experimentalsys.O_SYNC, os.O_SYNC},
+		{experimentalsys.O_RSYNC, os.O_SYNC},
+		{experimentalsys.O_DSYNC, dsyncFlag},
+		{experimentalsys.O_NONBLOCK, unix.O_NONBLOCK},
+		{experimentalsys.O_DIRECTORY, unix.O_DIRECTORY},
+	} {
+		if flag&m.from != 0 {
+			f |= m.to
+		}
+	}
+	return f
+}
+
+// retryEINTR runs a raw system call until it is not interrupted.
+func retryEINTR(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}

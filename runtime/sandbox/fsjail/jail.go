@@ -1,0 +1,160 @@
+package fsjail
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+)
+
+// Mount grants a guest access to one host directory.
+type Mount struct {
+	// HostPath is the host directory to expose. It must exist and be a
+	// directory. It is opened once, by New; symlinks in HostPath itself are
+	// resolved at that moment and later changes to them have no effect.
+	HostPath string
+	// GuestPath is where the guest sees the directory. It must be absolute
+	// and clean, such as "/work" or "/".
+	GuestPath string
+	// ReadOnly refuses every mutating operation with EROFS.
+	ReadOnly bool
+}
+
+var (
+	// ErrInvalidGuestPath reports a guest path that is empty, relative or
+	// not clean.
+	ErrInvalidGuestPath = errors.New("fsjail: invalid guest path")
+	// ErrDuplicateGuestPath reports two mounts at the same guest path.
+	ErrDuplicateGuestPath = errors.New("fsjail: duplicate guest path")
+	// ErrNotDirectory reports a host path that is not a directory.
+	ErrNotDirectory = errors.New("fsjail: host path is not a directory")
+	// ErrUnsupportedFSConfig reports a wazero.FSConfig that cannot take a
+	// sys.FS mount (it does not implement experimental/sysfs.FSConfig).
+	ErrUnsupportedFSConfig = errors.New("fsjail: FSConfig does not support sys.FS mounts")
+	// ErrUnsupportedPlatform reports an operating system the jail cannot
+	// enforce itself on.
+	ErrUnsupportedPlatform = errors.New("fsjail: unsupported platform")
+)
+
+// mountFS is a jailed sys.FS for one mount, implemented per platform.
+type mountFS interface {
+	experimentalsys.FS
+	io.Closer
+}
+
+// Jail is a validated set of mounts, each backed by its own os.Root. It is
+// safe for concurrent use, and one Jail may back any number of modules.
+type Jail struct {
+	mounts []Mount
+	fss    []mountFS
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New validates mounts and opens each host directory as an os.Root. Guest
+// paths must be absolute, clean and distinct; host paths must be readable
+// directories. Nested guest paths (such as "/" and "/work") are allowed: the
+// guest's libc resolves a path against the longest matching mount.
+//
+// The caller must Close the Jail once no module uses it any more.
+func New(mounts []Mount) (*Jail, error) {
+	seen := make(map[string]int, len(mounts))
+	for i, m := range mounts {
+		if err := validateGuestPath(m.GuestPath); err != nil {
+			return nil, fmt.Errorf("fsjail: mount %d (guest path %q): %w", i, m.GuestPath, err)
+		}
+		if prev, dup := seen[m.GuestPath]; dup {
+			return nil, fmt.Errorf("fsjail: mounts %d and %d (guest path %q): %w", prev, i, m.GuestPath, ErrDuplicateGuestPath)
+		}
+		seen[m.GuestPath] = i
+	}
+
+	j := &Jail{
+		mounts: append([]Mount(nil), mounts...),
+		fss:    make([]mountFS, 0, len(mounts)),
+	}
+	for i, m := range mounts {
+		fs, err := openMount(m)
+		if err != nil {
+			_ = j.Close()
+			return nil, fmt.Errorf("fsjail: mount %d (host path %q at %q): %w", i, m.HostPath, m.GuestPath, err)
+		}
+		j.fss = append(j.fss, fs)
+	}
+	return j, nil
+}
+
+func validateGuestPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty", ErrInvalidGuestPath)
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%w: not absolute", ErrInvalidGuestPath)
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%w: contains NUL", ErrInvalidGuestPath)
+	case path.Clean(p) != p:
+		return fmt.Errorf("%w: not clean (want %q)", ErrInvalidGuestPath, path.Clean(p))
+	}
+	return nil
+}
+
+// Mounts returns a copy of the mounts the Jail was created with.
+func (j *Jail) Mounts() []Mount {
+	return append([]Mount(nil), j.mounts...)
+}
+
+// FS returns the jailed sys.FS serving guestPath, for callers that drive the
+// filesystem directly. Paths given to it are relative to the mount.
+func (j *Jail) FS(guestPath string) (experimentalsys.FS, bool) {
+	for i, m := range j.mounts {
+		if m.GuestPath == guestPath {
+			return j.fss[i], true
+		}
+	}
+	return nil, false
+}
+
+// FSConfig returns a new wazero.FSConfig holding every mount of the Jail.
+// Use it with wazero.ModuleConfig.WithFSConfig.
+func (j *Jail) FSConfig() wazero.FSConfig {
+	// wazero.NewFSConfig always implements sysfs.FSConfig.
+	cfg, _ := j.AddTo(wazero.NewFSConfig())
+	return cfg
+}
+
+// AddTo returns cfg with every mount of the Jail added. A mount replaces any
+// mount cfg already has at the same guest path. cfg must come from
+// wazero.NewFSConfig (or otherwise implement experimental/sysfs.FSConfig).
+func (j *Jail) AddTo(cfg wazero.FSConfig) (wazero.FSConfig, error) {
+	for i, m := range j.mounts {
+		sc, ok := cfg.(sysfs.FSConfig)
+		if !ok {
+			return nil, fmt.Errorf("fsjail: adding mount at %q to %T: %w", m.GuestPath, cfg, ErrUnsupportedFSConfig)
+		}
+		cfg = sc.WithSysFSMount(j.fss[i], m.GuestPath)
+	}
+	return cfg, nil
+}
+
+// Close closes every os.Root of the Jail. Files a guest already opened stay
+// usable until the guest closes them; every new path operation fails (opens
+// with ENOENT, everything else with EBADF). Close is idempotent.
+func (j *Jail) Close() error {
+	j.closeOnce.Do(func() {
+		var errs []error
+		for i, fs := range j.fss {
+			if err := fs.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("fsjail: closing mount %q: %w", j.mounts[i].GuestPath, err))
+			}
+		}
+		j.closeErr = errors.Join(errs...)
+	})
+	return j.closeErr
+}
