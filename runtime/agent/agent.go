@@ -1,0 +1,398 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+)
+
+// ToolRunner runs the tools the model calls. *plugin.Host implements it.
+type ToolRunner interface {
+	// CallTool runs the tool called name with args (a JSON object) for
+	// the agent described by facts. A tool's own failure is a result
+	// with IsError; an error means the call could not be made or the
+	// plugin failed (trap, compute budget, cancellation).
+	CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error)
+	// EndAgent releases what the runner holds for the agent.
+	EndAgent(ctx context.Context, agentID string)
+}
+
+var _ ToolRunner = (*plugin.Host)(nil)
+
+// StepResult is what a completed step produced, for the continuation
+// decision.
+type StepResult struct {
+	Turn, Step int
+	// Message is the assistant message of the step.
+	Message model.Message
+	// ToolCalls are the tool-call parts of Message, in order; each has
+	// been answered with a recorded tool result.
+	ToolCalls []model.Part
+	// Finish is why the model stopped.
+	Finish model.FinishReason
+}
+
+// ContinueFunc decides, after a step that completed, whether the turn
+// runs another step.
+type ContinueFunc func(StepResult) bool
+
+// ContinueWhileToolCalls is the default continuation: run another step
+// while the model calls tools, so that it sees their results.
+func ContinueWhileToolCalls(s StepResult) bool { return len(s.ToolCalls) > 0 }
+
+// DefaultMaxSteps bounds the steps of one turn when Options.MaxSteps is 0.
+const DefaultMaxSteps = 100
+
+// Options configure an agent. Session, Provider, Registry and Tools are
+// required.
+type Options struct {
+	// ID identifies the agent to plugins and in events; empty uses the
+	// session's id.
+	ID string
+	// Model is sent with every request and is the {{model}} variable.
+	// Empty leaves the model to the provider's default, or to an
+	// agent/request listener that supplies it (a plugin doing so states
+	// it on the system-prompt/assemble waterfall too, for {{model}}).
+	Model string
+	// Depth is 0 for a top-level agent and one more for each subagent
+	// level; Parent is the parent agent's id.
+	Depth  int
+	Parent string
+	// MaxSteps bounds the steps of one turn; 0 means DefaultMaxSteps. A
+	// turn that reaches it ends "max-tokens" with reason "max-steps".
+	MaxSteps int
+	// Continue decides whether a turn goes on after a step; nil means
+	// ContinueWhileToolCalls.
+	Continue ContinueFunc
+
+	// Session records the agent's events. Its header's cwd is the
+	// agent's working directory. The caller owns it: the agent flushes
+	// it at the end of each turn but never closes it.
+	Session *session.Session
+	// Provider answers the model requests.
+	Provider model.Provider
+	// Registry is where the prompt is assembled from and the tools the
+	// model is told about come from. Register the built-in variables in
+	// it once (RegisterBuiltinVariables).
+	Registry *prompt.Registry
+	// Bus carries the loop's events; nil makes a private one.
+	Bus *events.Bus
+	// Tools runs tool calls.
+	Tools ToolRunner
+	// Logger receives the loop's diagnostics; nil uses slog.Default().
+	Logger *slog.Logger
+	// OnEvent, when set, is called with each event the loop records,
+	// after it is appended, on the goroutine running the turn. It must
+	// not block; it may call Cancel.
+	OnEvent func(session.Event)
+}
+
+// Agent drives one conversation: it runs turns on its session, one at a
+// time. Its methods are safe for concurrent use.
+type Agent struct {
+	sess     *session.Session
+	provider model.Provider
+	registry *prompt.Registry
+	bus      *events.Bus
+	tools    ToolRunner
+	log      *slog.Logger
+	onEvent  func(session.Event)
+	facts    prompt.AgentFacts
+	parentID string // the session's parent session, for request metadata
+	maxSteps int
+	cont     ContinueFunc
+
+	turnMu   sync.Mutex // held by the running turn
+	lastTurn int        // the last turn number in the session; guarded by turnMu
+
+	mu     sync.Mutex
+	queue  []session.UserMessage
+	cancel context.CancelCauseFunc // of the running turn, nil between turns
+	closed bool
+}
+
+// New returns an agent on opts.Session and emits agent/start. Turns
+// continue the session's numbering, so an agent on a resumed session picks
+// up after its last turn.
+func New(ctx context.Context, opts Options) (*Agent, error) {
+	var missing []string
+	if opts.Session == nil {
+		missing = append(missing, "Session")
+	}
+	if opts.Provider == nil {
+		missing = append(missing, "Provider")
+	}
+	if opts.Registry == nil {
+		missing = append(missing, "Registry")
+	}
+	if opts.Tools == nil {
+		missing = append(missing, "Tools")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("agent: new: %w: missing %v", ErrInvalidOptions, missing)
+	}
+	if opts.MaxSteps < 0 || opts.Depth < 0 {
+		return nil, fmt.Errorf("agent: new: %w: MaxSteps %d and Depth %d may not be negative", ErrInvalidOptions, opts.MaxSteps, opts.Depth)
+	}
+	h := opts.Session.Header()
+	a := &Agent{
+		sess:     opts.Session,
+		provider: opts.Provider,
+		registry: opts.Registry,
+		bus:      opts.Bus,
+		tools:    opts.Tools,
+		log:      opts.Logger,
+		onEvent:  opts.OnEvent,
+		parentID: h.ParentSession,
+		maxSteps: opts.MaxSteps,
+		cont:     opts.Continue,
+		facts: prompt.AgentFacts{
+			ID:      opts.ID,
+			Session: h.ID,
+			Model:   opts.Model,
+			Cwd:     h.Cwd,
+			Depth:   opts.Depth,
+			Parent:  opts.Parent,
+		},
+	}
+	if a.facts.ID == "" {
+		a.facts.ID = h.ID
+	}
+	if a.bus == nil {
+		a.bus = events.New(a.log)
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.maxSteps == 0 {
+		a.maxSteps = DefaultMaxSteps
+	}
+	if a.cont == nil {
+		a.cont = ContinueWhileToolCalls
+	}
+	last, err := lastTurn(opts.Session.Events())
+	if err != nil {
+		return nil, fmt.Errorf("agent: new: session %s: %w", h.ID, err)
+	}
+	a.lastTurn = last
+	a.emitContained(ctx, events.EventAgentStart, &AgentEvent{Agent: a.facts})
+	return a, nil
+}
+
+// lastTurn returns the highest turn number the events start.
+func lastTurn(evs []session.Event) (int, error) {
+	last := 0
+	for _, e := range evs {
+		if e.Type != session.TypeTurnStart {
+			continue
+		}
+		ts, err := session.As[session.TurnStart](e)
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, ts.Turn)
+	}
+	return last, nil
+}
+
+// Facts returns the agent's facts, as plugins and prompt providers see
+// them.
+func (a *Agent) Facts() prompt.AgentFacts { return a.facts }
+
+// Enqueue queues a user message for the next turn. A message without a
+// source is the user's.
+func (a *Agent) Enqueue(m session.UserMessage) error {
+	if len(m.Content) == 0 {
+		return fmt.Errorf("agent %s: enqueue: %w: the message has no content", a.facts.ID, ErrNoMessage)
+	}
+	if m.Source.Kind == "" {
+		m.Source.Kind = session.SourceUser
+	}
+	m.Content = slices.Clone(m.Content)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return fmt.Errorf("agent %s: enqueue: %w", a.facts.ID, ErrClosed)
+	}
+	a.queue = append(a.queue, m)
+	return nil
+}
+
+// Prompt queues text as a user message and runs a turn.
+func (a *Agent) Prompt(ctx context.Context, text string) (TurnResult, error) {
+	if err := a.Enqueue(session.UserMessage{Content: session.TextContent(text)}); err != nil {
+		return TurnResult{}, err
+	}
+	return a.RunTurn(ctx)
+}
+
+// Cancel aborts the running turn, if any: its model stream and any tool
+// running stop, and the turn ends "aborted" with reason (e.g.
+// "session/cancel"). It reports whether a turn was running.
+func (a *Agent) Cancel(reason string) bool {
+	a.mu.Lock()
+	cancel := a.cancel
+	a.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(&cancelCause{reason: reason})
+	return true
+}
+
+// cancelCause is the cause of a turn context cancelled by Cancel.
+type cancelCause struct{ reason string }
+
+func (c *cancelCause) Error() string {
+	if c.reason == "" {
+		return ErrCancelled.Error()
+	}
+	return ErrCancelled.Error() + ": " + c.reason
+}
+
+func (c *cancelCause) Unwrap() error { return ErrCancelled }
+
+// Close cancels a running turn and waits for it to end, emits agent/end
+// and releases the agent's plugin instances. Queued messages are dropped.
+// The session stays open. Closing a closed agent does nothing.
+func (a *Agent) Close(ctx context.Context) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.closed = true
+	a.queue = nil
+	cancel := a.cancel
+	a.mu.Unlock()
+	if cancel != nil {
+		cancel(&cancelCause{reason: "agent closed"})
+	}
+	a.turnMu.Lock() // wait for the running turn to end
+	a.turnMu.Unlock()
+	a.emitContained(ctx, events.EventAgentEnd, &AgentEvent{Agent: a.facts})
+	a.tools.EndAgent(context.WithoutCancel(ctx), a.facts.ID)
+}
+
+// TurnResult says how a turn ended.
+type TurnResult struct {
+	// Turn is the turn's number in the session.
+	Turn int
+	// Steps is the number of steps the turn ran.
+	Steps int
+	// End is the reason recorded in turn/end.
+	End session.EndReason
+	// Text is the text of the turn's last assistant message.
+	Text string
+	// Err is the failure behind an "error", "aborted" or "rejected" end:
+	// it wraps ErrPrompt, ErrModel, ErrListener, ErrRejected or
+	// ErrCancelled (or the caller's context error) with the cause.
+	Err error
+}
+
+// RunTurn runs one turn: it takes every queued user message, records
+// turn/start and the messages, runs steps until the continuation decision
+// says stop, records turn/end and flushes the session.
+//
+// A turn that fails (the prompt, the model, a listener) or is cancelled
+// still ends normally, recorded, with its reason in the result; the agent
+// then accepts the next message. RunTurn returns an error only when no
+// turn could run (ErrNoMessage, ErrTurnRunning, ErrClosed) or the session
+// could not record it.
+func (a *Agent) RunTurn(ctx context.Context) (TurnResult, error) {
+	if !a.turnMu.TryLock() {
+		return TurnResult{}, fmt.Errorf("agent %s: %w", a.facts.ID, ErrTurnRunning)
+	}
+	defer a.turnMu.Unlock()
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return TurnResult{}, fmt.Errorf("agent %s: run turn: %w", a.facts.ID, ErrClosed)
+	}
+	msgs := a.queue
+	a.queue = nil
+	if len(msgs) == 0 {
+		a.mu.Unlock()
+		return TurnResult{}, fmt.Errorf("agent %s: run turn: %w", a.facts.ID, ErrNoMessage)
+	}
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	a.cancel = cancel
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.cancel = nil
+		a.mu.Unlock()
+		cancel(nil)
+	}()
+	t := &turnRun{a: a, ctx: turnCtx, turn: a.lastTurn + 1}
+	return t.run(msgs)
+}
+
+// record appends e to the session and tells OnEvent.
+func (a *Agent) record(e session.Event) (session.Event, error) {
+	e, err := a.sess.Append(e)
+	if err != nil {
+		return e, fmt.Errorf("agent %s: record: %w", a.facts.ID, err)
+	}
+	if a.onEvent != nil {
+		a.onEvent(e)
+	}
+	return e, nil
+}
+
+// emitContained emits a lifecycle event; its listeners' failures are
+// logged by the bus and do not concern the loop.
+func (a *Agent) emitContained(ctx context.Context, event string, payload any) {
+	facts := a.facts
+	ctx = plugin.WithAgent(context.WithoutCancel(ctx), &facts)
+	if err := a.bus.EmitContained(ctx, event, payload); err != nil && errors.Is(err, events.ErrWrongMode) {
+		a.log.Error("agent: lifecycle event not emitted", "event", event, "err", err)
+	}
+}
+
+// generate sends req through the agent/request waterfall to the provider
+// and accumulates the answer, passing each valid chunk to onChunk. It is
+// the one path to the model: steps and compaction both use it. A
+// provider that returns without a finish chunk fails with
+// model.ErrStreamCut.
+func (a *Agent) generate(ctx context.Context, req *model.Request, onChunk func(model.Chunk) error) (acc *model.Accumulator, err error) {
+	out, err := a.bus.Waterfall(ctx, events.EventAgentRequest, req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrListener, events.EventAgentRequest, err)
+	}
+	req, ok := out.(*model.Request)
+	if !ok || req == nil {
+		return nil, fmt.Errorf("%w: %s returned %T, not a request", ErrListener, events.EventAgentRequest, out)
+	}
+	acc = new(model.Accumulator)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: the provider panicked: %v", ErrModel, r)
+		}
+	}()
+	err = a.provider.Generate(ctx, req, func(c model.Chunk) error {
+		if err := acc.Add(c); err != nil {
+			return err
+		}
+		if onChunk != nil {
+			return onChunk(c)
+		}
+		return nil
+	})
+	if err == nil {
+		err = acc.Complete()
+	}
+	if err != nil {
+		return acc, fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	return acc, nil
+}
