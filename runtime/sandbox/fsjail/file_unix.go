@@ -26,6 +26,7 @@ type file struct {
 	flag     experimentalsys.Oflag
 	readOnly bool
 	closed   bool
+	open     *openCounter // released on Close
 
 	// Fields that do not change while the file is open, filled by the
 	// first successful Stat.
@@ -37,12 +38,12 @@ type file struct {
 
 var _ experimentalsys.File = (*file)(nil)
 
-func newFile(f *os.File, flag experimentalsys.Oflag, readOnly bool) (*file, experimentalsys.Errno) {
+func newFile(f *os.File, flag experimentalsys.Oflag, readOnly bool, open *openCounter) (*file, experimentalsys.Errno) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return &file{f: f, rc: rc, flag: flag, readOnly: readOnly}, 0
+	return &file{f: f, rc: rc, flag: flag, readOnly: readOnly, open: open}, 0
 }
 
 // control runs fn with the file's descriptor, which stays valid meanwhile.
@@ -359,6 +360,7 @@ func (f *file) Close() experimentalsys.Errno {
 		return 0
 	}
 	f.closed = true
+	f.open.release()
 	return toErrno(f.f.Close())
 }
 

@@ -2,6 +2,6 @@
 
 package fsjail
 
-func openMount(Mount) (mountFS, error) {
+func openMount(Mount, *openCounter) (mountFS, error) {
 	return nil, ErrUnsupportedPlatform
 }

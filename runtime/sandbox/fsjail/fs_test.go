@@ -672,3 +672,40 @@ func TestPermissionBitsMasked(t *testing.T) {
 		t.Errorf("chmod through link applied %v to target", fi.Mode().Perm())
 	}
 }
+
+func TestOpenFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := New([]Mount{{HostPath: dir, GuestPath: "/w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	fsys, _ := j.FS("/w")
+	var files []experimentalsys.File
+	for range MaxOpenFiles {
+		f, errno := fsys.OpenFile("f", experimentalsys.O_RDONLY, 0)
+		if errno != 0 {
+			t.Fatalf("open %d: %v", len(files), errno)
+		}
+		files = append(files, f)
+	}
+	if _, errno := fsys.OpenFile("f", experimentalsys.O_RDONLY, 0); errno != experimentalsys.EAGAIN {
+		t.Fatalf("open past the limit: errno %v, want EAGAIN", errno)
+	}
+	files[0].Close()
+	files[0].Close() // a second close must not free a second slot
+	f, errno := fsys.OpenFile("f", experimentalsys.O_RDONLY, 0)
+	if errno != 0 {
+		t.Fatalf("open after a close: %v", errno)
+	}
+	files[0] = f
+	if _, errno := fsys.OpenFile("f", experimentalsys.O_RDONLY, 0); errno != experimentalsys.EAGAIN {
+		t.Fatalf("double close freed a slot: errno %v", errno)
+	}
+	for _, f := range files {
+		f.Close()
+	}
+}

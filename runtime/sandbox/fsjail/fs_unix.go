@@ -28,11 +28,12 @@ type rootFS struct {
 
 	root     *os.Root
 	readOnly bool
+	open     *openCounter
 }
 
 var _ experimentalsys.FS = (*rootFS)(nil)
 
-func openMount(m Mount) (mountFS, error) {
+func openMount(m Mount, open *openCounter) (mountFS, error) {
 	root, err := os.OpenRoot(m.HostPath)
 	if err != nil {
 		// os.OpenRoot reports a non-directory with an untyped error.
@@ -50,7 +51,7 @@ func openMount(m Mount) (mountFS, error) {
 	}
 	_ = dir.Close()
 	learnEscapeError(root)
-	return &rootFS{root: root, readOnly: m.ReadOnly}, nil
+	return &rootFS{root: root, readOnly: m.ReadOnly, open: open}, nil
 }
 
 // String implements fmt.Stringer for wazero's logging.
@@ -80,6 +81,9 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	osFlag := toOSFlag(flag)
 	perm &= fs.ModePerm
 
+	if !r.open.acquire() {
+		return nil, experimentalsys.EAGAIN
+	}
 	var (
 		f   *os.File
 		err error
@@ -90,6 +94,7 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 		f, err = r.root.OpenFile(name, osFlag, perm)
 	}
 	if err != nil {
+		r.open.release()
 		errno := toErrno(err)
 		if errno == experimentalsys.EBADF && errors.Is(err, fs.ErrClosed) {
 			// The Jail is closed: nothing is granted any more. wazero's
@@ -98,9 +103,10 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 		}
 		return nil, errno
 	}
-	file, errno := newFile(f, flag, r.readOnly)
+	file, errno := newFile(f, flag, r.readOnly, r.open)
 	if errno != 0 {
 		_ = f.Close()
+		r.open.release()
 		return nil, errno
 	}
 	return file, 0

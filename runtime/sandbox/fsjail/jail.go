@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -53,6 +54,7 @@ type mountFS interface {
 type Jail struct {
 	mounts []Mount
 	fss    []mountFS
+	open   *openCounter
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,9 +81,10 @@ func New(mounts []Mount) (*Jail, error) {
 	j := &Jail{
 		mounts: append([]Mount(nil), mounts...),
 		fss:    make([]mountFS, 0, len(mounts)),
+		open:   &openCounter{max: MaxOpenFiles},
 	}
 	for i, m := range mounts {
-		fs, err := openMount(m)
+		fs, err := openMount(m, j.open)
 		if err != nil {
 			_ = j.Close()
 			return nil, fmt.Errorf("fsjail: mount %d (host path %q at %q): %w", i, m.HostPath, m.GuestPath, err)
@@ -90,6 +93,29 @@ func New(mounts []Mount) (*Jail, error) {
 	}
 	return j, nil
 }
+
+// MaxOpenFiles caps the files and directories one Jail holds open at once,
+// across all its mounts, so a guest cannot exhaust the host process's file
+// descriptors. Past it OpenFile fails with EAGAIN: wazero's errno set has no
+// EMFILE, and closing a file makes room again.
+const MaxOpenFiles = 1024
+
+// openCounter counts a Jail's open files.
+type openCounter struct {
+	n   atomic.Int64
+	max int64
+}
+
+// acquire reserves a slot, or reports that the jail is at its limit.
+func (c *openCounter) acquire() bool {
+	if c.n.Add(1) > c.max {
+		c.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (c *openCounter) release() { c.n.Add(-1) }
 
 func validateGuestPath(p string) error {
 	switch {
