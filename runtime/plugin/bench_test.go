@@ -13,22 +13,34 @@ import (
 	"testing"
 	"time"
 
-	extism "github.com/extism/go-sdk"
-
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
 )
 
 // The benchmarks compare one tool call along three paths, in one run:
 //
 //   - dsh: Host.CallTool on testkit's "echo" (decode 1 KiB of JSON
 //     arguments, call the log host function once, return 1 KiB), in one
-//     agent's warm instance;
-//   - extism: the same work through extism go-sdk's Plugin.Call on a go-pdk
+//     agent's warm instance; and on "counter", which takes no arguments and
+//     calls no host function, to separate the host's per-call cost from the
+//     guest's JSON work;
+//   - extism: the same echo through extism go-sdk's Plugin.Call on a go-pdk
 //     guest (testdata/guests/bench-pdk);
-//   - wazero-raw: a bare call of a cached api.Function, without and with
-//     1 KiB written to and read back from guest memory around it.
+//   - wazero-raw: a bare call of a cached api.Function (testkit's
+//     dsh_abi_version), without and with 1 KiB written to and read back from
+//     guest memory around it.
+//
+// The host stops a runaway guest through the interrupt flag its modules
+// are instrumented with (internal/interrupt). The "-closeondone" variants
+// run the same code with wazero's own mechanism instead, the fallback for
+// modules that cannot be instrumented: WithCloseOnContextDone, which in
+// wazero v1.12 costs a goroutine per export call and an exit from compiled
+// code to Go at every loop iteration. extism runs both without termination
+// and with it ("-timeout" sets Manifest.Timeout, which turns
+// WithCloseOnContextDone on).
 //
 // Run them with
 //
@@ -37,9 +49,14 @@ import (
 // benchText is the 1 KiB the echo tools decode and return.
 var benchText = strings.Repeat("abcdefghijklmnopqrstuvwxyz012345", 32)
 
-// latencySamples is how many calls each ToolCall sub-benchmark times one by
-// one, after its loop, for the p50-ns and p99-ns metrics.
-const latencySamples = 10000
+// Each ToolCall sub-benchmark times calls one by one after its loop, for
+// the p50-ns and p99-ns metrics: up to latencySamples calls, or as many as
+// fit in latencyBudget but at least minLatencySamples.
+const (
+	latencySamples    = 10000
+	minLatencySamples = 1000
+	latencyBudget     = time.Second
+)
 
 // countingDiscard drops every record and counts how often a logger asked
 // whether it should log, so a benchmark can prove the guest's log host
@@ -55,18 +72,23 @@ func (h countingDiscard) WithAttrs([]slog.Attr) slog.Handler        { return h }
 func (h countingDiscard) WithGroup(string) slog.Handler             { return h }
 
 // benchHost returns a host with testkit loaded as "kit", offering the
-// echo and counter tools, whose logger counts log calls into asked.
-func benchHost(b *testing.B, asked *atomic.Int64) (*Host, *Plugin) {
+// echo and counter tools, whose logger counts log calls into asked. With
+// fallback, the module is not instrumented and runs with wazero's
+// WithCloseOnContextDone instead.
+func benchHost(b *testing.B, asked *atomic.Int64, fallback bool) (*Host, *Plugin) {
 	b.Helper()
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(b), Logger: slog.New(countingDiscard{asked})})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { h.Close(context.Background()) })
-	p, err := h.Load(context.Background(), Spec{Name: "kit", Source: testkit(b),
+	p, err := h.Load(context.Background(), Spec{Name: "kit", Source: testkit(b), noInterrupt: fallback,
 		Config: cfg(b, map[string]any{"tools": []string{"echo", "counter"}})})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if p.interruptible == fallback {
+		b.Fatalf("interruptible = %v with fallback = %v", p.interruptible, fallback)
 	}
 	return h, p
 }
@@ -76,17 +98,29 @@ func benchHost(b *testing.B, asked *atomic.Int64) (*Host, *Plugin) {
 // the raw paths.
 func reportLatency(b *testing.B, call func() error) {
 	b.Helper()
-	d := make([]time.Duration, latencySamples)
-	for i := range d {
+	d := make([]time.Duration, 0, latencySamples)
+	start := time.Now()
+	for len(d) < latencySamples && (len(d) < minLatencySamples || time.Since(start) < latencyBudget) {
 		t0 := time.Now()
 		if err := call(); err != nil {
 			b.Fatal(err)
 		}
-		d[i] = time.Since(t0)
+		d = append(d, time.Since(t0))
 	}
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2]), "p50-ns")
 	b.ReportMetric(float64(d[len(d)*99/100]), "p99-ns")
+}
+
+// loop runs call under b.Loop and reports allocations.
+func loop(b *testing.B, call func() error) {
+	b.Helper()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // checkAsked fails the benchmark unless the guest's log host function ran
@@ -105,201 +139,204 @@ func BenchmarkToolCall(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	b.Run("dsh/echo-1KiB", func(b *testing.B) {
-		var asked atomic.Int64
-		h, _ := benchHost(b, &asked)
-		facts := agent("bench", "m")
-		call := func() error {
-			r, err := h.CallTool(ctx, facts, "echo", args)
-			if err != nil {
-				return err
-			}
-			if r.IsError || len(r.Text) != len(benchText) {
-				return fmt.Errorf("echo returned %d bytes (error %v)", len(r.Text), r.IsError)
-			}
-			return nil
+	for _, fallback := range []bool{false, true} {
+		suffix := ""
+		if fallback {
+			suffix = "-closeondone"
 		}
-		r, err := h.CallTool(ctx, facts, "echo", args) // creates the agent's instance
-		if err != nil || r.Text != benchText {
-			b.Fatalf("echo: %+v, %v", r, err)
-		}
-		b.ReportAllocs()
-		before := asked.Load()
-		for b.Loop() {
+		b.Run("dsh/echo-1KiB"+suffix, func(b *testing.B) {
+			var asked atomic.Int64
+			h, _ := benchHost(b, &asked, fallback)
+			facts := agent("bench", "m")
+			call := func() error {
+				r, err := h.CallTool(ctx, facts, "echo", args)
+				if err != nil {
+					return err
+				}
+				if r.IsError || len(r.Text) != len(benchText) {
+					return fmt.Errorf("echo returned %d bytes (error %v)", len(r.Text), r.IsError)
+				}
+				return nil
+			}
+			r, err := h.CallTool(ctx, facts, "echo", args) // creates the agent's instance
+			if err != nil || r.Text != benchText {
+				b.Fatalf("echo: %+v, %v", r, err)
+			}
+			before := asked.Load()
+			loop(b, call)
+			checkAsked(b, &asked, before)
+			reportLatency(b, call)
+		})
+
+		b.Run("dsh/counter-noargs"+suffix, func(b *testing.B) {
+			var asked atomic.Int64
+			h, _ := benchHost(b, &asked, fallback)
+			facts := agent("bench", "m")
+			want := 0
+			call := func() error {
+				r, err := h.CallTool(ctx, facts, "counter", nil)
+				if err != nil {
+					return err
+				}
+				want++
+				if r.IsError || r.Text != strconv.Itoa(want) {
+					return fmt.Errorf("counter returned %+v, want %d", r, want)
+				}
+				return nil
+			}
 			if err := call(); err != nil {
 				b.Fatal(err)
 			}
-		}
-		checkAsked(b, &asked, before)
-		reportLatency(b, call)
-	})
-
-	// counter takes no arguments, decodes nothing and calls no host
-	// function: the difference to echo-1KiB is the guest's JSON work, the
-	// log host call and moving 2 KiB.
-	b.Run("dsh/counter-noargs", func(b *testing.B) {
-		var asked atomic.Int64
-		h, _ := benchHost(b, &asked)
-		facts := agent("bench", "m")
-		call := func() error {
-			r, err := h.CallTool(ctx, facts, "counter", nil)
-			if err != nil {
-				return err
-			}
-			if r.IsError || r.Text == "" {
-				return fmt.Errorf("counter returned %+v", r)
-			}
-			return nil
-		}
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := call(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportLatency(b, call)
-	})
-
-	b.Run("extism/echo-1KiB", func(b *testing.B) {
-		var asked atomic.Int64
-		logger := slog.New(countingDiscard{&asked})
-		var hostErrs atomic.Int64
-		logFn := extism.NewHostFunctionWithStack("log", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			req, err := p.ReadBytes(stack[0])
-			if err != nil {
-				hostErrs.Add(1)
-				return
-			}
-			var r hostfns.LogRequest
-			if err := json.Unmarshal(req, &r); err != nil {
-				hostErrs.Add(1)
-				return
-			}
-			logger.Log(ctx, logLevel(r.Level), r.Message)
-		}, []extism.ValueType{extism.ValueTypePTR}, nil)
-		path, err := guestbuild.Build("testdata/guests/bench-pdk")
-		if err != nil {
-			b.Fatal(err)
-		}
-		// The same runtime config as a dsh plugin (shared compilation
-		// cache, close on context done), and the same per-call deadline
-		// and memory cap as dsh's defaults.
-		manifest := extism.Manifest{
-			Wasm:    []extism.Wasm{extism.WasmFile{Path: path}},
-			Timeout: uint64(DefaultCallTimeout / time.Millisecond),
-			Memory:  &extism.ManifestMemory{MaxPages: DefaultMemoryPages},
-		}
-		compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
-			EnableWasi: true, RuntimeConfig: sharedCache(b).runtimeConfig()}, []extism.HostFunction{logFn})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { compiled.Close(context.Background()) })
-		plug, err := compiled.Instance(ctx, extism.PluginInstanceConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { plug.Close(context.Background()) })
-		call := func() error {
-			rc, out, err := plug.Call("echo", args)
-			if err != nil || rc != 0 {
-				return fmt.Errorf("extism echo: rc %d: %v", rc, err)
-			}
-			if len(out) != len(benchText) {
-				return fmt.Errorf("extism echo returned %d bytes", len(out))
-			}
-			return nil
-		}
-		rc, out, err := plug.Call("echo", args) // runs the guest's _initialize
-		if err != nil || rc != 0 || string(out) != benchText {
-			b.Fatalf("extism echo: rc %d, %d bytes, %v", rc, len(out), err)
-		}
-		b.ReportAllocs()
-		before := asked.Load()
-		for b.Loop() {
-			if err := call(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		checkAsked(b, &asked, before)
-		if n := hostErrs.Load(); n > 0 {
-			b.Fatalf("the extism log host function failed %d times", n)
-		}
-		reportLatency(b, call)
-	})
-
-	// rawInstance returns a warm testkit instance for direct calls of its
-	// cached exports, outside the host's call machinery.
-	rawInstance := func(b *testing.B) *instance {
-		b.Helper()
-		var asked atomic.Int64
-		_, p := benchHost(b, &asked)
-		in, err := p.instanceFor(ctx, agent("raw", "m"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return in
+			loop(b, call)
+			reportLatency(b, call)
+		})
 	}
 
-	b.Run("wazero-raw/bare", func(b *testing.B) {
-		in := rawInstance(b)
-		fn := in.fns[hostfns.ExportABIVersion]
-		stack := make([]uint64, 1)
-		call := func() error {
-			if err := fn.CallWithStack(ctx, stack); err != nil {
-				return err
-			}
-			if int32(stack[0]) != hostfns.ABIVersion {
-				return fmt.Errorf("dsh_abi_version = %d", int32(stack[0]))
-			}
-			return nil
+	for _, timeout := range []bool{false, true} {
+		name := "extism/echo-1KiB"
+		if timeout {
+			name += "-timeout"
 		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := call(); err != nil {
-				b.Fatal(err)
+		b.Run(name, func(b *testing.B) {
+			plug, asked, hostErrs := extismEcho(b, timeout)
+			call := func() error {
+				rc, out, err := plug.Call("echo", args)
+				if err != nil || rc != 0 {
+					return fmt.Errorf("extism echo: rc %d: %w", rc, err)
+				}
+				if len(out) != len(benchText) {
+					return fmt.Errorf("extism echo returned %d bytes", len(out))
+				}
+				return nil
 			}
-		}
-		reportLatency(b, call)
-	})
+			rc, out, err := plug.Call("echo", args) // runs the guest's _initialize
+			if err != nil || rc != 0 || string(out) != benchText {
+				b.Fatalf("extism echo: rc %d, %d bytes, %v", rc, len(out), err)
+			}
+			before := asked.Load()
+			loop(b, call)
+			checkAsked(b, asked, before)
+			if n := hostErrs.Load(); n > 0 {
+				b.Fatalf("the extism log host function failed %d times", n)
+			}
+			reportLatency(b, call)
+		})
+	}
 
-	b.Run("wazero-raw/bare+1KiB-in-out", func(b *testing.B) {
-		in := rawInstance(b)
-		fn := in.fns[hostfns.ExportABIVersion]
-		stack := []uint64{uint64(len(benchText))}
-		if err := in.alloc.CallWithStack(ctx, stack); err != nil {
-			b.Fatal(err)
+	for _, fallback := range []bool{false, true} {
+		suffix := ""
+		if fallback {
+			suffix = "-closeondone"
 		}
-		ptr := uint32(stack[0])
-		src, dst := []byte(benchText), make([]byte, len(benchText))
-		call := func() error {
-			if !in.mem.Write(ptr, src) {
-				return fmt.Errorf("write 1 KiB at %#x", ptr)
-			}
-			if err := fn.CallWithStack(ctx, stack); err != nil {
-				return err
-			}
-			got, ok := in.mem.Read(ptr, uint32(len(dst)))
-			if !ok {
-				return fmt.Errorf("read 1 KiB at %#x", ptr)
-			}
-			copy(dst, got)
-			return nil
-		}
-		if err := call(); err != nil || !bytes.Equal(dst, src) {
-			b.Fatalf("round trip: %v, equal %v", err, bytes.Equal(dst, src))
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := call(); err != nil {
+		// rawInstance returns a warm testkit instance whose cached exports
+		// the raw benchmarks call directly, outside the host's machinery.
+		rawInstance := func(b *testing.B) *instance {
+			b.Helper()
+			var asked atomic.Int64
+			_, p := benchHost(b, &asked, fallback)
+			in, err := p.instanceFor(ctx, agent("raw", "m"))
+			if err != nil {
 				b.Fatal(err)
 			}
+			return in
 		}
-		reportLatency(b, call)
-	})
+
+		b.Run("wazero-raw/bare"+suffix, func(b *testing.B) {
+			in := rawInstance(b)
+			fn := in.fns[hostfns.ExportABIVersion]
+			stack := make([]uint64, 1)
+			call := func() error {
+				if err := fn.CallWithStack(ctx, stack); err != nil {
+					return err
+				}
+				if int32(stack[0]) != hostfns.ABIVersion {
+					return fmt.Errorf("dsh_abi_version = %d", int32(stack[0]))
+				}
+				return nil
+			}
+			loop(b, call)
+			reportLatency(b, call)
+		})
+
+		b.Run("wazero-raw/bare+1KiB-in-out"+suffix, func(b *testing.B) {
+			in := rawInstance(b)
+			fn := in.fns[hostfns.ExportABIVersion]
+			stack := []uint64{uint64(len(benchText))}
+			if err := in.alloc.CallWithStack(ctx, stack); err != nil {
+				b.Fatal(err)
+			}
+			ptr := uint32(stack[0])
+			src, dst := []byte(benchText), make([]byte, len(benchText))
+			call := func() error {
+				if !in.mem.Write(ptr, src) {
+					return fmt.Errorf("write 1 KiB at %#x", ptr)
+				}
+				if err := fn.CallWithStack(ctx, stack); err != nil {
+					return err
+				}
+				got, ok := in.mem.Read(ptr, uint32(len(dst)))
+				if !ok {
+					return fmt.Errorf("read 1 KiB at %#x", ptr)
+				}
+				copy(dst, got)
+				return nil
+			}
+			if err := call(); err != nil || !bytes.Equal(dst, src) {
+				b.Fatalf("round trip: %v, equal %v", err, bytes.Equal(dst, src))
+			}
+			loop(b, call)
+			reportLatency(b, call)
+		})
+	}
+}
+
+// extismEcho returns a warm instance of the bench-pdk guest under extism
+// go-sdk, with a log host function that does what dsh's does (read the
+// request, decode it, log it) and counts its calls and failures. The
+// runtime shares dsh's compilation cache and memory cap; timeout adds
+// dsh's per-call deadline (Manifest.Timeout), which makes go-sdk build
+// the runtime WithCloseOnContextDone as dsh does.
+func extismEcho(b *testing.B, timeout bool) (*extism.Plugin, *atomic.Int64, *atomic.Int64) {
+	b.Helper()
+	ctx := context.Background()
+	asked, hostErrs := new(atomic.Int64), new(atomic.Int64)
+	logger := slog.New(countingDiscard{asked})
+	logFn := extism.NewHostFunctionWithStack("log", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		req, err := p.ReadBytes(stack[0])
+		if err != nil {
+			hostErrs.Add(1)
+			return
+		}
+		var r hostfns.LogRequest
+		if err := json.Unmarshal(req, &r); err != nil {
+			hostErrs.Add(1)
+			return
+		}
+		logger.Log(ctx, logLevel(r.Level), r.Message)
+	}, []extism.ValueType{extism.ValueTypePTR}, nil)
+	path, err := guestbuild.Build("testdata/guests/bench-pdk")
+	if err != nil {
+		b.Fatal(err)
+	}
+	manifest := extism.Manifest{
+		Wasm:   []extism.Wasm{extism.WasmFile{Path: path}},
+		Memory: &extism.ManifestMemory{MaxPages: DefaultMemoryPages},
+	}
+	if timeout {
+		manifest.Timeout = uint64(DefaultCallTimeout / time.Millisecond)
+	}
+	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true,
+		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(sharedCache(b).c)}, []extism.HostFunction{logFn})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { compiled.Close(context.Background()) })
+	plug, err := compiled.Instance(ctx, extism.PluginInstanceConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { plug.Close(context.Background()) })
+	return plug, asked, hostErrs
 }
 
 func logLevel(s string) slog.Level {
@@ -316,23 +353,32 @@ func logLevel(s string) slog.Level {
 
 // BenchmarkInstantiateWarm measures an agent's first call's setup cost with
 // the module already compiled: instantiate, _initialize, the ABI version
-// check and dsh_setup, then closing the instance when the agent ends.
+// check and dsh_setup, then closing the instance when the agent ends. The
+// -closeondone variant runs the uninstrumented fallback.
 func BenchmarkInstantiateWarm(b *testing.B) {
-	ctx := context.Background()
-	var asked atomic.Int64
-	h, p := benchHost(b, &asked)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		facts := agent("agent-"+strconv.Itoa(i), "m")
-		if _, err := p.instanceFor(ctx, facts); err != nil {
-			b.Fatal(err)
+	for _, fallback := range []bool{false, true} {
+		name := "dsh"
+		if fallback {
+			name += "-closeondone"
 		}
-		h.EndAgent(ctx, facts.ID)
-	}
-	if n := p.Instances(); n != 1 {
-		b.Fatalf("%d instances open after the loop, want the load-time one", n)
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			var asked atomic.Int64
+			h, p := benchHost(b, &asked, fallback)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				facts := agent("agent-"+strconv.Itoa(i), "m")
+				if _, err := p.instanceFor(ctx, facts); err != nil {
+					b.Fatal(err)
+				}
+				h.EndAgent(ctx, facts.ID)
+			}
+			if n := p.Instances(); n != 1 {
+				b.Fatalf("%d instances open after the loop, want the load-time one", n)
+			}
+		})
 	}
 }
 

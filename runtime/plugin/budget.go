@@ -2,27 +2,29 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tetratelabs/wazero/api"
 )
 
 // budget is a call's compute allowance. It runs down only while the guest
 // computes: host functions pause it on entry and resume it on return. When
-// it runs out it cancels the call's context, and wazero (configured with
-// WithCloseOnContextDone) closes the module at its next check.
+// it runs out it calls kill.
 type budget struct {
-	mu      sync.Mutex
-	left    time.Duration
-	start   time.Time
-	timer   *time.Timer
-	cancel  context.CancelCauseFunc
-	paused  int
-	expired bool
-	cause   error
+	mu     sync.Mutex
+	left   time.Duration
+	start  time.Time
+	timer  *time.Timer
+	kill   func()
+	paused int
+	done   bool // stopped, or fired
+	fired  bool
 }
 
-func startBudget(d time.Duration, cancel context.CancelCauseFunc, cause error) *budget {
-	b := &budget{left: d, start: time.Now(), cancel: cancel, cause: cause}
+func startBudget(d time.Duration, kill func()) *budget {
+	b := &budget{left: d, start: time.Now(), kill: kill}
 	b.timer = time.AfterFunc(d, b.fire)
 	return b
 }
@@ -30,11 +32,11 @@ func startBudget(d time.Duration, cancel context.CancelCauseFunc, cause error) *
 func (b *budget) fire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.paused > 0 || b.expired {
+	if b.paused > 0 || b.done {
 		return
 	}
-	b.expired = true
-	b.cancel(b.cause)
+	b.done, b.fired = true, true
+	b.kill()
 }
 
 func (b *budget) pause() {
@@ -51,22 +53,108 @@ func (b *budget) resume() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.paused--
-	if b.paused > 0 || b.expired {
+	if b.paused > 0 || b.done {
 		return
 	}
 	if b.left <= 0 {
-		b.expired = true
-		b.cancel(b.cause)
+		b.done, b.fired = true, true
+		b.kill()
 		return
 	}
 	b.start = time.Now()
 	b.timer.Reset(b.left)
 }
 
-// stop ends the budget when the call returns; nothing cancels after it.
+// stop ends the budget when the call returns; nothing kills after it.
 func (b *budget) stop() {
 	b.mu.Lock()
 	b.timer.Stop()
-	b.expired = true
+	b.done = true
 	b.mu.Unlock()
+}
+
+func (b *budget) exhausted() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fired
+}
+
+// guard stops one guest call when its compute budget runs out or its
+// caller's context ends.
+//
+// With an instrumented module (flag != nil) it sets the module's interrupt
+// flag, and the guest traps at its next loop head or function entry; the
+// call runs under a context without cancellation, so wazero adds no
+// per-call watcher. Without one it falls back to cancelling the call's
+// context, which wazero (WithCloseOnContextDone) turns into closing the
+// module.
+type guard struct {
+	mu       sync.Mutex
+	flag     api.MutableGlobal
+	cancel   context.CancelCauseFunc
+	budget   *budget
+	stopCtx  func() bool
+	done     bool
+	canceled error
+}
+
+// watch arms a guard for a call of ctx with the given budget. It returns
+// the context to call the guest with.
+func watch(ctx context.Context, flag api.MutableGlobal, timeout time.Duration) (context.Context, *guard) {
+	g := &guard{flag: flag}
+	callCtx := context.WithoutCancel(ctx)
+	if flag == nil {
+		callCtx, g.cancel = context.WithCancelCause(ctx)
+	}
+	g.budget = startBudget(timeout, func() { g.kill(nil) })
+	g.stopCtx = context.AfterFunc(ctx, func() {
+		g.kill(fmt.Errorf("call cancelled: %w", context.Cause(ctx)))
+	})
+	return callCtx, g
+}
+
+func (g *guard) kill(canceled error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return
+	}
+	if canceled != nil && g.canceled == nil {
+		g.canceled = canceled
+	}
+	if g.flag != nil {
+		g.flag.Set(1)
+	} else {
+		g.cancel(ErrComputeBudget)
+	}
+}
+
+// stop disarms the guard. If a kill raced with a call that returned
+// normally, the flag is cleared: the guest finished, its state is whole.
+func (g *guard) stop() {
+	g.budget.stop()
+	g.stopCtx()
+	g.mu.Lock()
+	g.done = true
+	g.mu.Unlock()
+	if g.flag != nil && g.flag.Get() != 0 {
+		g.flag.Set(0)
+	}
+	if g.cancel != nil {
+		g.cancel(nil)
+	}
+}
+
+// why explains a failed guest call.
+func (g *guard) why(err error) error {
+	g.mu.Lock()
+	canceled := g.canceled
+	g.mu.Unlock()
+	switch {
+	case g.budget.exhausted():
+		return fmt.Errorf("%w (killed)", ErrComputeBudget)
+	case canceled != nil:
+		return canceled
+	}
+	return classifyTrap(err)
 }

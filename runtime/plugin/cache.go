@@ -74,8 +74,11 @@ func (c *Cache) Close(ctx context.Context) error {
 	return c.c.Close(ctx)
 }
 
-func (c *Cache) runtimeConfig() wazero.RuntimeConfig {
-	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+// runtimeConfig is the config of a plugin's runtime. closeOnDone turns on
+// wazero's own termination checks, for modules that could not be
+// instrumented with an interrupt flag.
+func (c *Cache) runtimeConfig(closeOnDone bool) wazero.RuntimeConfig {
+	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(closeOnDone)
 	if c != nil && c.c != nil {
 		cfg = cfg.WithCompilationCache(c.c)
 	}

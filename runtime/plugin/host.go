@@ -65,9 +65,12 @@ type Spec struct {
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
-	// ModuleConfig, when set, adjusts each instance's module config (the
-	// filesystem jail mounts itself here).
+	// ModuleConfig, when set, adjusts each instance's module config.
 	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
+
+	// noInterrupt skips the interrupt instrumentation, forcing the
+	// WithCloseOnContextDone fallback (tests and benchmarks).
+	noInterrupt bool
 }
 
 // Limits bound a plugin. Zero fields take the defaults.

@@ -504,3 +504,27 @@ func TestEnvIsGranted(t *testing.T) {
 		t.Fatalf("ungranted env: %+v", r)
 	}
 }
+
+// TestBudgetKillsWithBothMechanisms runs the compute budget through the
+// interrupt flag (the default) and through wazero's WithCloseOnContextDone
+// (the fallback for modules that cannot be instrumented).
+func TestBudgetKillsWithBothMechanisms(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		h := newHost(t)
+		p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), noInterrupt: fallback, Limits: Limits{CallTimeout: 200 * time.Millisecond},
+			Config: cfg(t, map[string]any{"tools": []string{"spin", "counter"}})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.interruptible == fallback {
+			t.Fatalf("fallback=%v: interruptible=%v", fallback, p.interruptible)
+		}
+		a := agent("a", "m")
+		if _, err := h.CallTool(bg, a, "spin", nil); !errors.Is(err, ErrComputeBudget) {
+			t.Fatalf("fallback=%v: spin: %v", fallback, err)
+		}
+		if r, err := h.CallTool(bg, a, "counter", nil); err != nil || r.Text != "1" {
+			t.Fatalf("fallback=%v: after the kill: %+v %v", fallback, r, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -40,7 +41,8 @@ type instance struct {
 	pending []byte // an oversized host-function result awaiting take
 
 	logw io.Closer
-	jail *fsjail.Jail // nil without fs grants
+	jail *fsjail.Jail      // nil without fs grants
+	flag api.MutableGlobal // the interrupt flag; nil if not instrumented
 }
 
 // callState is what host functions know about the call in progress.
@@ -104,35 +106,39 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if p.spec.ModuleConfig != nil {
 		cfg = p.spec.ModuleConfig(cfg)
 	}
-	ictx, cancel := context.WithCancelCause(ctx)
-	b := startBudget(p.limits.InitTimeout, cancel, ErrComputeBudget)
-	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
+	mod, err := p.rt.InstantiateModule(ctx, p.module, cfg)
 	if err != nil {
-		b.stop()
-		cancel(nil)
 		lw.Close()
 		if jail != nil {
 			jail.Close()
 		}
-		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: p.classify(ictx, err)}
+		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
 		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
+	if p.interruptible {
+		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
+		if !ok {
+			in.close(ctx)
+			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
+		}
+		in.flag = g
+	}
 	for name := range p.exports {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		_, err = f.Call(context.WithValue(ictx, instKey{}, in))
-	}
-	b.stop()
-	cancel(nil)
-	if err != nil {
-		in.close(ctx)
-		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: p.classify(ictx, err)}
+		callCtx, g := watch(ctx, in.flag, p.limits.InitTimeout)
+		_, err = f.Call(context.WithValue(callCtx, instKey{}, in))
+		g.stop()
+		if err != nil {
+			in.close(ctx)
+			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: g.why(err)}
+		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
 		in.close(ctx)
@@ -207,12 +213,11 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
 	}
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	callCtx, g := watch(ctx, in.flag, timeout)
+	defer g.stop()
 	cs.ctx = context.WithValue(ctx, activeKey{}, &activeSet{inst: in, next: activeOf(ctx)})
 	cs.export = export
-	cs.budget = startBudget(timeout, cancel, ErrComputeBudget)
-	defer cs.budget.stop()
+	cs.budget = g.budget
 	in.cur = cs
 	in.pending = nil
 	defer func() { in.cur, in.pending = nil, nil }()
@@ -230,7 +235,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if size > 0 {
 		in.stack[0] = uint64(uint32(size))
 		if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
-			return fail(in.p.classify(callCtx, err))
+			return fail(g.why(err))
 		}
 		ptr = uint32(in.stack[0])
 		if ptr == 0 || !in.writeFrame(ptr, parts) {
@@ -239,7 +244,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	}
 	in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
 	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-		return fail(in.p.classify(callCtx, err))
+		return fail(g.why(err))
 	}
 	optr, n := hostfns.UnpackPtr(in.stack[0])
 	if n == 0 {
@@ -280,16 +285,8 @@ func (in *instance) writeFrame(ptr uint32, parts [][]byte) bool {
 	return true
 }
 
-// classify explains why a guest call failed.
-func (p *Plugin) classify(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil {
-		if errors.Is(cause, ErrComputeBudget) {
-			return fmt.Errorf("%w (killed)", ErrComputeBudget)
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("call cancelled: %w", cause)
-		}
-	}
+// classifyTrap explains a guest call that failed on its own.
+func classifyTrap(err error) error {
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		return fmt.Errorf("%w: the plugin exited with code %d", ErrTrap, exit.ExitCode())

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -31,6 +32,8 @@ type Plugin struct {
 	rt      wazero.Runtime
 	module  wazero.CompiledModule
 	exports map[string]bool
+	// interruptible: the module was instrumented with an interrupt flag.
+	interruptible bool
 
 	contrib *contrib
 
@@ -84,7 +87,14 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		limits: spec.Limits.withDefaults(), config: cfg, agents: map[string]*agentSlot{},
 		log: h.log.With("plugin", name)}
 	p.contrib = newContrib(p)
-	rcfg := h.cache.runtimeConfig().WithMemoryLimitPages(p.limits.MemoryPages)
+	if spec.noInterrupt {
+		// wazero's own termination checks, below.
+	} else if ib, err := interrupt.Instrument(b); err == nil {
+		b, p.interruptible = ib, true
+	} else if errors.Is(err, interrupt.ErrUnsupported) {
+		p.log.Warn("cannot instrument the module for interruption; falling back to wazero's slower per-call checks", "err", err)
+	}
+	rcfg := h.cache.runtimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rcfg)
 	defer func() {
 		if err != nil {

@@ -1,0 +1,119 @@
+package interrupt
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// spinModule is (func (export "spin") (loop (br 0))) plus
+// (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add).
+var spinModule = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	// type section: () -> (), (i32 i32) -> i32
+	0x01, 0x0a, 0x02, 0x60, 0x00, 0x00, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f,
+	// function section
+	0x03, 0x03, 0x02, 0x00, 0x01,
+	// memory section: one memory of 1 page
+	0x05, 0x03, 0x01, 0x00, 0x01,
+	// export section: "spin" func 0, "add" func 1
+	0x07, 0x0e, 0x02, 0x04, 's', 'p', 'i', 'n', 0x00, 0x00, 0x03, 'a', 'd', 'd', 0x00, 0x01,
+	// code section
+	0x0a, 0x11, 0x02,
+	0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b,
+	0x07, 0x00, 0x20, 0x00, 0x20, 0x01, 0x6a, 0x0b,
+}
+
+func TestInstrumentStopsALoop(t *testing.T) {
+	ctx := context.Background()
+	b, err := Instrument(spinModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	mod, err := rt.Instantiate(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := mod.ExportedFunction("add").Call(ctx, 2, 3)
+	if err != nil || r[0] != 5 {
+		t.Fatalf("add = %v, %v", r, err)
+	}
+	flag := mod.ExportedGlobal(Global).(api.MutableGlobal)
+	done := make(chan error, 1)
+	go func() {
+		_, err := mod.ExportedFunction("spin").Call(ctx)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	// The spinning guest lets the scheduler in: a collection that must
+	// stop the world completes.
+	gc := make(chan struct{})
+	go func() { runtime.GC(); close(gc) }()
+	select {
+	case <-gc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a garbage collection waited on the spinning guest")
+	}
+	flag.Set(1)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "unreachable") {
+			t.Fatalf("spin ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("setting the flag did not stop the loop")
+	}
+}
+
+func TestInstrumentNeedsMemory(t *testing.T) {
+	noMem := append(append([]byte(nil), spinModule[:25]...), spinModule[30:]...)
+	if _, err := Instrument(noMem); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestInstrumentRefusesWhatItCannotRead(t *testing.T) {
+	if _, err := Instrument([]byte("nope")); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("err = %v", err)
+	}
+	bad := append([]byte(nil), spinModule...)
+	bad[len(bad)-6] = 0xFF // an opcode nobody defines, inside add's body
+	if _, err := Instrument(bad); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Instrument(spinModule[:len(spinModule)-3]); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("truncated: err = %v", err)
+	}
+}
+
+// TestInstrumentRealGuest instruments a Go guest when one is at hand
+// (the plugin tests build it) and checks wazero accepts the result.
+func TestInstrumentRealGuest(t *testing.T) {
+	path := os.Getenv("DSH_INTERRUPT_TEST_WASM")
+	if path == "" {
+		t.Skip("set DSH_INTERRUPT_TEST_WASM to a module to instrument")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := Instrument(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	if _, err := rt.CompileModule(ctx, ib); err != nil {
+		t.Fatal(err)
+	}
+}
