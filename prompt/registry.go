@@ -41,9 +41,9 @@ type Section struct {
 // Tool is what the model is told about one tool. Parameters is a JSON
 // Schema object; empty means a tool without parameters.
 type Tool struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
 // ChangeKind says what a Change did.

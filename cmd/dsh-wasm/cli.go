@@ -40,6 +40,7 @@ WebAssembly plugins that can do only what the operator grants them.`,
 	root.SetErr(s.err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRenderCmd(s))
+	root.AddCommand(newPluginCmd(s))
 	return root
 }
 

@@ -179,7 +179,7 @@ func Log(level, msg string) {
 	Call(hostfns.FnLog, hostfns.LogRequest{Level: level, Message: msg})
 }
 
-// Emit emits an event in the plugin's namespace (plugin/<name>/...).
+// Emit emits an event in the plugin's namespace, plugin:<name>/<event>.
 func Emit(event string, payload any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {

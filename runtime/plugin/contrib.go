@@ -246,6 +246,9 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 		return nil, st, msg
 	}
 	p := in.p
+	if !cs.init {
+		return nil, hostfns.ErrDenied, "subscriptions are made during dsh_init; a plugin's subscriptions are fixed for its load"
+	}
 	if !validEventName(r.Event) {
 		return nil, hostfns.ErrRule, fmt.Sprintf("event name %q must be 1 to 128 printable bytes", r.Event)
 	}

@@ -75,6 +75,7 @@ func wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 			return
 		}
 		cs := in.cur
+		in.pending = nil // a payload not taken is gone at the next host call
 		cs.budget.pause()
 		defer cs.budget.resume()
 		inPtr, inLen := uint32(stack[0]), uint32(stack[1])

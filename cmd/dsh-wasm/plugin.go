@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/spf13/cobra"
+)
+
+func newPluginCmd(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plugin",
+		Short: "Work with WebAssembly plugins",
+		Long: `Work with dsh:host/v1 WebAssembly plugins. A plugin's SOURCE is a path
+to a .wasm file or builtin:NAME for a plugin compiled into dsh-wasm (` + builtinList() + `).`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newPluginInspectCmd(s))
+	return cmd
+}
+
+func builtinList() string {
+	names := plugin.Builtins(guests.FS)
+	for i, n := range names {
+		names[i] = "builtin:" + n
+	}
+	return strings.Join(names, ", ")
+}
+
+func newPluginInspectCmd(s streams) *cobra.Command {
+	var configs []string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "inspect [--config KEY=VALUE]... SOURCE",
+		Short: "Load a plugin in a throw-away host and print what it contributes",
+		Long: `Inspect loads the plugin at SOURCE (a .wasm file, or builtin:NAME) in a
+throw-away host with a fresh prompt registry, runs its dsh_init, and prints
+what it registered as JSON:
+
+  name           the plugin's name, derived from SOURCE
+  sha256         the module's digest, as a config entry's sha256 pin
+  abi            the dsh:host ABI version the plugin speaks
+  sections       [{name, order, dynamic, text}] (text of static sections)
+  variables      [name]
+  tools          [{name, description, parameters}]
+  subscriptions  [{event, mode}]
+  capabilities   what the plugin declared it needs: {fs, exec, net, env}
+
+Nothing is granted, and a plugin is never refused for its needs: they are
+reported under capabilities.
+
+--config KEY=VALUE sets one key of the plugin's config object. VALUE is
+taken as JSON when it is valid JSON (42, true, "x", [1], {"a":1}) and as a
+string otherwise; a key may be given once. Without --config the plugin gets {}.
+
+Exit status: 0 inspected; 1 the plugin was refused (unreadable source, not
+a dsh:host/v1 module, failing init); 2 usage.`,
+		Example: `  dsh-wasm plugin inspect builtin:facts
+  dsh-wasm plugin inspect --config platform=linux/amd64 --config timezone=UTC builtin:facts
+  dsh-wasm plugin inspect ./my-plugin.wasm --config 'tools=["echo"]'`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			config, err := configObject(configs)
+			if err != nil {
+				return err
+			}
+			logger := slog.New(slog.DiscardHandler)
+			if verbose {
+				logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			report, err := inspectPlugin(ctx, args[0], config, logger)
+			if err != nil {
+				return err
+			}
+			return writeJSON(s.out, report)
+		},
+	}
+	cmd.Flags().StringArrayVar(&configs, "config", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's log to standard error")
+	return cmd
+}
+
+// configObject builds the plugin's config object from --config KEY=VALUE
+// flags; nil when there are none (the host then passes {}).
+func configObject(kvs []string) (json.RawMessage, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	obj := make(map[string]json.RawMessage, len(kvs))
+	for _, kv := range kvs {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			return nil, usagef("--config %q: want KEY=VALUE", kv)
+		}
+		if _, dup := obj[key]; dup {
+			return nil, usagef("--config %q: key %q is given more than once", kv, key)
+		}
+		if json.Valid([]byte(value)) {
+			obj[key] = json.RawMessage(value)
+			continue
+		}
+		b, err := json.Marshal(value)
+		if err != nil {
+			return nil, fmt.Errorf("--config %q: encode value: %w", kv, err)
+		}
+		obj[key] = b
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	return b, nil
+}
+
+// inspectReport is what inspect prints.
+type inspectReport struct {
+	Name          string                     `json:"name"`
+	SHA256        string                     `json:"sha256"`
+	ABI           int                        `json:"abi"`
+	Sections      []inspectSection           `json:"sections"`
+	Variables     []string                   `json:"variables"`
+	Tools         []inspectTool              `json:"tools"`
+	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
+	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+}
+
+type inspectSection struct {
+	Name    string `json:"name"`
+	Order   int    `json:"order"`
+	Dynamic bool   `json:"dynamic"`
+	Text    string `json:"text,omitempty"`
+}
+
+type inspectTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// inspectPlugin loads source in a host of its own, which grants nothing
+// and is closed before returning. It compiles through the default
+// compilation cache, or an in-memory one when that cannot be opened (a
+// read-only home, say): inspecting must not depend on a writable cache.
+func inspectPlugin(ctx context.Context, source string, config json.RawMessage, logger *slog.Logger) (_ *inspectReport, err error) {
+	cache, err := plugin.DefaultCache()
+	if err != nil {
+		logger.Debug("compilation cache unavailable; compiling in memory", "err", err)
+		if cache, err = plugin.NewCache(""); err != nil {
+			return nil, fmt.Errorf("compilation cache: %w", err)
+		}
+	}
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Logger: logger, Builtins: guests.FS, Cache: cache})
+	if err != nil {
+		cache.Close(ctx)
+		return nil, fmt.Errorf("start plugin host: %w", err)
+	}
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		if cerr := errors.Join(h.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
+			err = fmt.Errorf("close plugin host: %w", cerr)
+		}
+	}()
+	p, err := h.Load(ctx, plugin.Spec{Source: source, Config: config, Inspect: true})
+	if err != nil {
+		return nil, err
+	}
+	c := p.Contribution()
+	r := &inspectReport{
+		Name:          p.Name(),
+		SHA256:        "sha256:" + p.Digest(),
+		ABI:           hostfns.ABIVersion, // Load refuses any other version
+		Sections:      make([]inspectSection, 0, len(c.Sections)),
+		Variables:     c.Variables,
+		Tools:         make([]inspectTool, 0, len(c.Tools)),
+		Subscriptions: c.Subscriptions,
+		Capabilities:  p.Capabilities(),
+	}
+	for _, s := range c.Sections {
+		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
+	}
+	for _, t := range c.Tools {
+		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return r, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+)
+
+// TestMain points the default compilation cache at the tests' shared
+// cache, so that each module compiles once per machine, not once per run.
+func TestMain(m *testing.M) {
+	if os.Getenv(plugin.EnvCacheDir) == "" && os.Getenv(plugin.EnvCache) == "" {
+		dir, err := guestbuild.CacheDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv(plugin.EnvCacheDir, filepath.Join(dir, "wazero"))
+	}
+	os.Exit(m.Run())
+}
+
+func inspect(t *testing.T, args ...string) inspectReport {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, "", append([]string{"plugin", "inspect"}, args...)...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("inspect %v: exit %d stderr %q", args, code, stderr)
+	}
+	var r inspectReport
+	d := json.NewDecoder(strings.NewReader(stdout))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&r); err != nil {
+		t.Fatalf("inspect %v: output is not a report: %v\n%s", args, err, stdout)
+	}
+	return r
+}
+
+func TestInspectBuiltinFacts(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "guests", "facts.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "builtin:facts")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	want := map[string]any{
+		"name":          "facts",
+		"sha256":        "sha256:" + hex.EncodeToString(sum[:]),
+		"abi":           float64(1),
+		"sections":      []any{},
+		"variables":     []any{"date", "platform"},
+		"tools":         []any{},
+		"subscriptions": []any{},
+		"capabilities":  map[string]any{},
+	}
+	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
+		t.Fatalf("report\n got %s\nwant %s", g, w)
+	}
+}
+
+func TestInspectConfigValues(t *testing.T) {
+	// facts validates its config in dsh_init, so it shows how a VALUE was
+	// taken: linux/arm64 is not JSON, so a string; 42 is JSON, a number.
+	r := inspect(t, "builtin:facts", "--config", "platform=linux/arm64", "--config", `timezone="Asia/Tokyo"`)
+	if r.Name != "facts" || !slices.Equal(r.Variables, []string{"date", "platform"}) {
+		t.Fatalf("report %+v", r)
+	}
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "--config", "platform=42", "builtin:facts")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "cannot unmarshal number") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestInspectWithoutUsableCache(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, []byte("not a module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(plugin.EnvCacheDir, filepath.Join(notDir, "cache")) // cannot be created
+	// The host starts with an in-memory cache and gets as far as compiling
+	// the module (a tiny non-module, so the test compiles nothing big).
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", notDir)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "unsupported plugin ABI") {
+		t.Fatalf("exit %d stdout %q stderr %q; want the module refused, not the cache", code, stdout, stderr)
+	}
+}
+
+func TestInspectTestkit(t *testing.T) {
+	kit, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := inspect(t, "--config", `sections=[{"name":"kit:static","order":120,"text":"Static."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
+		kit, // flags may follow SOURCE
+		"--config", `tools=["echo","counter"]`,
+		"--config", `variables=["kit_model"]`,
+		"--config", `subscribe=[{"event":"turn/start"}]`,
+		"--config", `needs={"env":["HOME"],"net":["example.com"]}`)
+	want := inspectReport{
+		Name:   plugin.NameFromSource(kit),
+		SHA256: "sha256:" + fileDigest(t, kit),
+		ABI:    1,
+		Sections: []inspectSection{
+			{Name: "kit:static", Order: 120, Text: "Static."},
+			{Name: "kit:dyn", Order: 130, Dynamic: true},
+		},
+		Variables: []string{"kit_model"},
+		Tools: []inspectTool{
+			{Name: "echo", Description: "testkit tool echo", Parameters: json.RawMessage(`{"type":"object"}`)},
+			{Name: "counter", Description: "testkit tool counter", Parameters: json.RawMessage(`{"type":"object"}`)},
+		},
+		Subscriptions: []hostfns.SubscribeRequest{{Event: "turn/start", Mode: "listen"}},
+		// Declared needs are reported, not refused: nothing is granted.
+		Capabilities: hostfns.Capabilities{Env: []string{"HOME"}, Net: []string{"example.com"}},
+	}
+	if g, w := mustMarshal(t, r), mustMarshal(t, want); g != w {
+		t.Fatalf("report\n got %s\nwant %s", g, w)
+	}
+}
+
+func TestInspectRefused(t *testing.T) {
+	kit, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	notWasm := filepath.Join(dir, "notes.wasm")
+	if err := os.WriteFile(notWasm, []byte("just text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"missing file", []string{filepath.Join(dir, "absent.wasm")}, "no such file"},
+		{"not wasm", []string{notWasm}, "unsupported plugin ABI"},
+		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts)`},
+		{"init fails", []string{kit, "--config", "init_fail=refused\non purpose"}, `refused\non purpose`},
+		{"init traps", []string{kit, "--config", "init_trap=true"}, "plugin trapped"},
+		{"bad config for facts", []string{"builtin:facts", "--config", "timezone=Local"}, `timezone "Local"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append([]string{"plugin", "inspect"}, tc.args...)...)
+			if code != 1 || stdout != "" {
+				t.Fatalf("exit %d stdout %q stderr %q; want exit 1, no stdout", code, stdout, stderr)
+			}
+			if !strings.HasPrefix(stderr, "error: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.stderr) {
+				t.Fatalf("stderr %q: want one line starting error: containing %q", stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestPluginUsageErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"no source", []string{"plugin", "inspect"}, "accepts 1 arg(s), received 0"},
+		{"two sources", []string{"plugin", "inspect", "a.wasm", "b.wasm"}, "accepts 1 arg(s), received 2"},
+		{"config without equals", []string{"plugin", "inspect", "--config", "platform", "builtin:facts"}, `--config "platform": want KEY=VALUE`},
+		{"config without key", []string{"plugin", "inspect", "--config", "=1", "builtin:facts"}, "want KEY=VALUE"},
+		{"repeated key", []string{"plugin", "inspect", "--config", "a=1", "--config", "a=2", "builtin:facts"}, `key "a" is given more than once`},
+		{"unknown flag", []string{"plugin", "inspect", "--bogus", "builtin:facts"}, "unknown flag: --bogus"},
+		{"unknown subcommand", []string{"plugin", "nope"}, `unknown command "nope" for "dsh-wasm plugin"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", tc.args...)
+			if code != 2 || stdout != "" {
+				t.Fatalf("exit %d stdout %q stderr %q; want exit 2, no stdout", code, stdout, stderr)
+			}
+			if !strings.HasPrefix(stderr, "error: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.stderr) {
+				t.Fatalf("stderr %q: want one line starting error: containing %q", stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestPluginHelp(t *testing.T) {
+	for _, args := range [][]string{{"plugin"}, {"plugin", "--help"}, {"plugin", "inspect", "--help"}, {"help", "plugin", "inspect"}} {
+		code, stdout, stderr := runCLI(t, "", args...)
+		if code != 0 || !strings.Contains(stdout, "Usage:") || stderr != "" {
+			t.Fatalf("%v: exit %d stdout %q stderr %q", args, code, stdout, stderr)
+		}
+	}
+	_, stdout, _ := runCLI(t, "", "plugin", "--help")
+	if !strings.Contains(stdout, "builtin:facts") {
+		t.Fatalf("plugin help does not list the built-ins:\n%s", stdout)
+	}
+}
+
+func TestConfigObject(t *testing.T) {
+	got, err := configObject([]string{"s=plain", "n=42", "b=true", `q="quoted"`, "o={\"k\":[1]}", "e=", "eq=a=b", "bad={"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"b":true,"bad":"{","e":"","eq":"a=b","n":42,"o":{"k":[1]},"q":"quoted","s":"plain"}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if got, err := configObject(nil); err != nil || got != nil {
+		t.Fatalf("no flags: %s, %v; want nil (the host passes {})", got, err)
+	}
+}
+
+func fileDigest(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
