@@ -1,8 +1,11 @@
 package main
 
 import (
+	"log/slog"
+
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"io"
 	"strings"
 
@@ -24,6 +27,36 @@ func usagef(format string, args ...any) error {
 type streams struct {
 	in       io.Reader
 	out, err io.Writer
+	g        *globals
+}
+
+// globals are the root command's persistent flags.
+type globals struct {
+	cacheDir string
+	noCache  bool
+}
+
+// openCache opens the compilation cache the flags and environment choose:
+// --no-cache (or DSH_WASM_CACHE=off) compiles every time, --cache-dir (or
+// DSH_WASM_CACHE_DIR) names the directory, and the default is under the
+// user cache dir. A cache that cannot be opened falls back to memory:
+// nothing the CLI does may depend on a writable cache.
+func (g *globals) openCache(logger *slog.Logger) *plugin.Cache {
+	if g.noCache {
+		return plugin.NoCache()
+	}
+	var c *plugin.Cache
+	var err error
+	if g.cacheDir != "" {
+		c, err = plugin.NewCache(g.cacheDir)
+	} else {
+		c, err = plugin.DefaultCache()
+	}
+	if err != nil {
+		logger.Warn("compilation cache unavailable; compiling in memory", "err", err)
+		c, _ = plugin.NewCache("")
+	}
+	return c
 }
 
 func newRoot(s streams) *cobra.Command {
@@ -39,6 +72,11 @@ WebAssembly plugins that can do only what the operator grants them.`,
 	root.SetOut(s.out)
 	root.SetErr(s.err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	if s.g == nil {
+		s.g = &globals{}
+	}
+	root.PersistentFlags().StringVar(&s.g.cacheDir, "cache-dir", "", "compilation cache `DIR` (default $"+plugin.EnvCacheDir+" or the user cache dir)")
+	root.PersistentFlags().BoolVar(&s.g.noCache, "no-cache", false, "compile plugins every time; do not read or write the compilation cache")
 	root.AddCommand(newRenderCmd(s))
 	root.AddCommand(newPluginCmd(s))
 	return root

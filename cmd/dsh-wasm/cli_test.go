@@ -78,3 +78,19 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheFlags(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "--cache-dir", dir, "builtin:facts")
+	if code != 0 || !strings.Contains(stdout, `"date"`) {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) == 0 {
+		t.Fatal("--cache-dir: nothing was cached")
+	}
+	code, stdout, stderr = runCLI(t, "", "--no-cache", "plugin", "inspect", "builtin:facts")
+	if code != 0 || !strings.Contains(stdout, `"platform"`) {
+		t.Fatalf("--no-cache: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}

@@ -82,7 +82,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			report, err := inspectPlugin(ctx, args[0], config, logger)
+			report, err := inspectPlugin(ctx, s.g, args[0], config, logger)
 			if err != nil {
 				return err
 			}
@@ -152,17 +152,10 @@ type inspectTool struct {
 }
 
 // inspectPlugin loads source in a host of its own, which grants nothing
-// and is closed before returning. It compiles through the default
-// compilation cache, or an in-memory one when that cannot be opened (a
-// read-only home, say): inspecting must not depend on a writable cache.
-func inspectPlugin(ctx context.Context, source string, config json.RawMessage, logger *slog.Logger) (_ *inspectReport, err error) {
-	cache, err := plugin.DefaultCache()
-	if err != nil {
-		logger.Debug("compilation cache unavailable; compiling in memory", "err", err)
-		if cache, err = plugin.NewCache(""); err != nil {
-			return nil, fmt.Errorf("compilation cache: %w", err)
-		}
-	}
+// and is closed before returning, compiling through the cache the global
+// flags choose.
+func inspectPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, logger *slog.Logger) (_ *inspectReport, err error) {
+	cache := g.openCache(logger)
 	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Logger: logger, Builtins: guests.FS, Cache: cache})
 	if err != nil {
 		cache.Close(ctx)
