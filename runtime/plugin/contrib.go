@@ -333,7 +333,7 @@ func (p *Plugin) sectionText(ctx context.Context, ac prompt.AssembleContext, nam
 	if err != nil {
 		return "", err
 	}
-	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportSection, p.limits.CallTimeout, []byte(name), callContextJSON(ac.Agent))
+	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportSection, p.limits.CallTimeout, []byte(name), in.contextJSON(ac.Agent))
 	if err != nil {
 		return "", err
 	}
@@ -354,7 +354,7 @@ func (p *Plugin) variableValue(ctx context.Context, ac prompt.AssembleContext, n
 	if err != nil {
 		return "", false, err
 	}
-	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportVariable, p.limits.CallTimeout, []byte(name), callContextJSON(ac.Agent))
+	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportVariable, p.limits.CallTimeout, []byte(name), in.contextJSON(ac.Agent))
 	if err != nil {
 		return "", false, err
 	}
@@ -404,7 +404,7 @@ func (p *Plugin) callEvent(ctx context.Context, event string, payload any) ([]by
 	if err != nil {
 		return nil, err
 	}
-	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), callContextJSON(facts), b)
+	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), in.contextJSON(facts), b)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,8 @@ type instance struct {
 	cur     *callState
 	pending []byte // an oversized host-function result awaiting take
 
+	ctxJSON atomic.Pointer[ctxCache]
+
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
 	flag api.MutableGlobal // the interrupt flag; nil if not instrumented
@@ -327,6 +329,27 @@ func (l *lineLogger) Close() error {
 	<-l.done
 	return nil
 }
+
+type ctxCache struct {
+	facts prompt.AgentFacts
+	json  []byte
+}
+
+// contextJSON is callContextJSON, remembered: an instance serves one agent,
+// whose facts rarely change between calls.
+func (in *instance) contextJSON(f *prompt.AgentFacts) []byte {
+	if f == nil {
+		return emptyContext
+	}
+	if c := in.ctxJSON.Load(); c != nil && c.facts == *f {
+		return c.json
+	}
+	b := callContextJSON(f)
+	in.ctxJSON.Store(&ctxCache{facts: *f, json: b})
+	return b
+}
+
+var emptyContext = []byte("{}")
 
 // callContextJSON encodes the facts a guest call is for.
 func callContextJSON(f *prompt.AgentFacts) []byte {

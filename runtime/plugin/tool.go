@@ -31,7 +31,7 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 		return ToolResult{}, err
 	}
 	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
-		[]byte(name), callContextJSON(facts), args)
+		[]byte(name), in.contextJSON(facts), args)
 	if err != nil {
 		return ToolResult{}, err
 	}
