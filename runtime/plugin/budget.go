@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -91,6 +92,7 @@ func (b *budget) exhausted() bool {
 type guard struct {
 	mu       sync.Mutex
 	flag     api.MutableGlobal
+	sleep    *sleeper
 	cancel   context.CancelCauseFunc
 	budget   *budget
 	stopCtx  func() bool
@@ -100,8 +102,9 @@ type guard struct {
 
 // watch arms a guard for a call of ctx with the given budget. It returns
 // the context to call the guest with.
-func watch(ctx context.Context, flag api.MutableGlobal, timeout time.Duration) (context.Context, *guard) {
-	g := &guard{flag: flag}
+func watch(ctx context.Context, flag api.MutableGlobal, sl *sleeper, timeout time.Duration) (context.Context, *guard) {
+	sl.killed.Store(false)
+	g := &guard{flag: flag, sleep: sl}
 	callCtx := context.WithoutCancel(ctx)
 	if flag == nil {
 		callCtx, g.cancel = context.WithCancelCause(ctx)
@@ -122,6 +125,7 @@ func (g *guard) kill(canceled error) {
 	if canceled != nil && g.canceled == nil {
 		g.canceled = canceled
 	}
+	g.sleep.killed.Store(true)
 	if g.flag != nil {
 		g.flag.Set(1)
 	} else {
@@ -157,4 +161,24 @@ func (g *guard) why(err error) error {
 		return canceled
 	}
 	return classifyTrap(err)
+}
+
+// sleeper is an instance's WASI sleep. wazero's poll_oneoff sleeps without
+// watching any context, so a guest asleep when its budget ran out (or its
+// turn was cancelled) would sleep on; this one wakes when the call is
+// killed, and the guest then meets its interrupt at the next check.
+type sleeper struct{ killed atomic.Bool }
+
+// sleepSlice bounds how long a killed sleeper goes on sleeping.
+const sleepSlice = 5 * time.Millisecond
+
+func (s *sleeper) sleep(ns int64) {
+	deadline := time.Now().Add(time.Duration(ns))
+	for !s.killed.Load() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		time.Sleep(min(left, sleepSlice))
+	}
 }

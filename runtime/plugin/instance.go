@@ -41,6 +41,7 @@ type instance struct {
 	pending []byte // an oversized host-function result awaiting take
 
 	ctxJSON atomic.Pointer[ctxCache]
+	sleep   *sleeper
 
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
@@ -84,13 +85,14 @@ func isActive(ctx context.Context, in *instance) bool {
 // init runInit calls).
 func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
 	lw := newLineLogger(p)
+	sl := &sleeper{}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
 		WithArgs(p.name).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithSysNanosleep().
+		WithNanosleep(sl.sleep).
 		WithRandSource(rand.Reader).
 		WithStdout(lw).
 		WithStderr(lw)
@@ -117,7 +119,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -134,7 +136,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		callCtx, g := watch(ctx, in.flag, p.limits.InitTimeout)
+		callCtx, g := watch(ctx, in.flag, in.sleep, p.limits.InitTimeout)
 		_, err = f.Call(context.WithValue(callCtx, instKey{}, in))
 		g.stop()
 		if err != nil {
@@ -215,7 +217,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
 	}
-	callCtx, g := watch(ctx, in.flag, timeout)
+	callCtx, g := watch(ctx, in.flag, in.sleep, timeout)
 	defer g.stop()
 	cs.ctx = context.WithValue(ctx, activeKey{}, &activeSet{inst: in, next: activeOf(ctx)})
 	cs.export = export

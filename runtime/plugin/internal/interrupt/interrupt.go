@@ -116,6 +116,11 @@ func Instrument(wasm []byte) ([]byte, error) {
 	fuel := uint32(importedGlobals + definedGlobals)
 	gidx := fuel + 1
 	check := checkSeq(fuel, gidx)
+	// The added globals' indices must be unreachable by the module's own
+	// code: a global.get or global.set at or past them would be invalid
+	// in the original module, and valid — able to refill its own fuel —
+	// in the instrumented one.
+	limit := fuel
 
 	var out []section
 	addedGlobal, addedExport := false, false
@@ -147,7 +152,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 			insert(s.id, d)
 			addedExport = true
 		case secCode:
-			d, err := instrumentCode(s.data, check)
+			d, err := instrumentCode(s.data, check, limit)
 			if err != nil {
 				return nil, err
 			}
@@ -284,8 +289,9 @@ func countImports(data []byte) (globals, memories int, err error) {
 	return globals, memories, r.err
 }
 
-// instrumentCode rewrites the code section.
-func instrumentCode(data, check []byte) ([]byte, error) {
+// instrumentCode rewrites the code section. Globals numbered limit and
+// above do not exist in the original module.
+func instrumentCode(data, check []byte, limit uint32) ([]byte, error) {
 	r := &reader{b: data}
 	n := r.u32()
 	out := appendU32(make([]byte, 0, len(data)+len(data)/8), n)
@@ -297,7 +303,7 @@ func instrumentCode(data, check []byte) ([]byte, error) {
 			return nil, r.err
 		}
 		var err error
-		body, err = instrumentBody(body[:0], fn, check)
+		body, err = instrumentBody(body[:0], fn, check, limit)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
@@ -312,7 +318,7 @@ func instrumentCode(data, check []byte) ([]byte, error) {
 
 // instrumentBody copies one function body, adding the check after its
 // locals and after every loop's block type.
-func instrumentBody(dst, fn, check []byte) ([]byte, error) {
+func instrumentBody(dst, fn, check []byte, limit uint32) ([]byte, error) {
 	r := &reader{b: fn}
 	groups := r.u32()
 	for i := uint32(0); i < groups; i++ {
@@ -327,6 +333,12 @@ func instrumentBody(dst, fn, check []byte) ([]byte, error) {
 	start := r.off
 	for !r.done() {
 		op := r.byte()
+		if op == 0x23 || op == 0x24 { // global.get, global.set
+			if g := r.u32(); r.err == nil && g >= limit {
+				return nil, fmt.Errorf("%w: global %d does not exist (the module has %d)", ErrMalformed, g, limit)
+			}
+			continue
+		}
 		if err := skipImmediates(r, op); err != nil {
 			return nil, err
 		}

@@ -81,6 +81,17 @@ func TestInstrumentNeedsMemory(t *testing.T) {
 	}
 }
 
+// A module that names a global it does not define is invalid, and must not
+// become valid by naming the fuel or the flag the instrumenter adds.
+func TestInstrumentRefusesForeignGlobals(t *testing.T) {
+	m := append([]byte(nil), spinModule...)
+	// add's body: local.get 0 → global.get 0 (the module has no globals).
+	m[len(m)-6], m[len(m)-5] = 0x23, 0x00
+	if _, err := Instrument(m); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "global 0") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestInstrumentRefusesWhatItCannotRead(t *testing.T) {
 	if _, err := Instrument([]byte("nope")); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("err = %v", err)
