@@ -201,8 +201,12 @@ func execCommand(g *config.Grants, r hostfns.ExecRequest) (execjail.Command, hos
 
 func execStatus(err error) (hostfns.Status, string) {
 	switch {
-	case errors.Is(err, execjail.ErrCwdOutsideRoots):
+	case errors.Is(err, execjail.ErrCwdOutsideRoots), errors.Is(err, execjail.ErrInvalidCwd):
 		return hostfns.ErrDenied, err.Error()
+	case errors.Is(err, execjail.ErrTooManyTasks):
+		return hostfns.ErrLimit, err.Error()
+	case errors.Is(err, execjail.ErrInvalidCommand):
+		return hostfns.ErrBadJSON, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return hostfns.ErrCanceled, err.Error()
 	}
@@ -302,8 +306,15 @@ func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 	resp, err := f.Fetch(cs.ctx, netguard.Request{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body, BodyBase64: r.BodyBase64})
 	if err != nil {
 		switch {
-		case errors.Is(err, netguard.ErrHostNotAllowed):
+		case errors.Is(err, netguard.ErrHostNotAllowed), errors.Is(err, netguard.ErrSchemeNotAllowed),
+			errors.Is(err, netguard.ErrPrivateAddress):
 			return nil, hostfns.ErrDenied, err.Error()
+		case errors.Is(err, netguard.ErrTooManyRedirects):
+			return nil, hostfns.ErrLimit, err.Error()
+		case errors.Is(err, netguard.ErrInvalidRequest):
+			return nil, hostfns.ErrBadJSON, err.Error()
+		case errors.Is(err, netguard.ErrRequestTooLarge):
+			return nil, hostfns.ErrTooLarge, err.Error()
 		case errors.Is(err, context.Canceled):
 			return nil, hostfns.ErrCanceled, err.Error()
 		case errors.Is(err, context.DeadlineExceeded):

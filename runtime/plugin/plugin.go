@@ -136,7 +136,12 @@ func (p *Plugin) checkModule() error {
 	for _, imp := range p.module.ImportedFunctions() {
 		mod, name, _ := imp.Import()
 		switch mod {
-		case hostfns.Module, wasi_snapshot_preview1.ModuleName:
+		case hostfns.Module:
+			if !slices.ContainsFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name }) {
+				return fmt.Errorf("%w: module imports %s::%s, which ABI version %d does not define", ErrABI, mod, name, hostfns.ABIVersion)
+			}
+			continue
+		case wasi_snapshot_preview1.ModuleName:
 			continue
 		}
 		if mod == "extism:host/env" || mod == "extism:host/user" {

@@ -1,0 +1,295 @@
+//go:build wasip1
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+)
+
+func readFile(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}
+
+func init() {
+	register("fs-dotdot", fsDotdot)
+	register("fs-absolute", fsAbsolute)
+	register("fs-symlink-relative", fsSymlinkRelative)
+	register("fs-symlink-absolute", fsSymlinkAbsolute)
+	register("fs-symlinked-dir", fsSymlinkedDir)
+	register("fs-hardlink", fsHardlink)
+	register("fs-swap", fsSwap)
+	register("fs-read-loop", fsReadLoop)
+	register("fs-write-ro", fsWriteRO)
+	register("fs-proc-self", fsProcSelf)
+	register("fs-mutate-outside", fsMutateOutside)
+	register("fs-symlink-loop", fsSymlinkLoop)
+	register("fs-fd-exhaustion", fsFDExhaustion)
+	register("fs-read", fsRead)
+}
+
+func fsDotdot(a args, r *report) error {
+	fd, err := dirFD(a.WS)
+	if err != nil {
+		return err
+	}
+	secret := a.Rel + "/secret.txt"
+	d, err := rawRead(fd, secret)
+	r.fs("openat ../", d, err)
+	deep := strings.Repeat("../", 40) + strings.TrimPrefix(a.Outside, "/") + "/secret.txt"
+	d, err = rawRead(fd, deep)
+	r.fs("openat deep ../ chain", d, err)
+	d, err = rawRead(fd, "sub/../../"+path.Base(a.Outside)+"/secret.txt")
+	r.fs("openat sub/../../", d, err)
+	r.fs("stat ../", "", rawStat(fd, secret))
+	f, err := rawOpen(fd, "..", oDirectory, true)
+	names := ""
+	if err == nil {
+		list, _ := f.ReadDir(-1)
+		for _, e := range list {
+			names += e.Name() + " "
+		}
+		f.Close()
+	}
+	r.fs("opendir ..", names, err)
+	d, err = readFile(a.WS + "/../" + path.Base(a.Outside) + "/secret.txt")
+	r.fs("os.ReadFile ws/../", d, err)
+	return nil
+}
+
+func fsAbsolute(a args, r *report) error {
+	fd, err := dirFD(a.WS)
+	if err != nil {
+		return err
+	}
+	d, err := rawRead(fd, a.Outside+"/secret.txt")
+	r.fs("openat absolute", d, err)
+	r.fs("stat absolute", "", rawStat(fd, a.Outside+"/secret.txt"))
+	d, err = readFile(a.Outside + "/secret.txt")
+	r.fs("os.ReadFile absolute", d, err)
+	_, err = os.ReadDir("/")
+	r.fs("os.ReadDir /", "", err)
+	return nil
+}
+
+func fsSymlinkRelative(a args, r *report) error {
+	// wazero #2321: a relative symlink created by the guest, read back.
+	target := strings.Repeat("../", 1) + path.Base(a.Outside) + "/secret.txt"
+	link := a.WS + "/rel-link"
+	r.fs("symlink ../NAME/secret.txt", "", os.Symlink(target, link))
+	got, err := os.Readlink(link)
+	r.fs("readlink", got, err)
+	d, err := readFile(link)
+	r.fs("read through the link", d, err)
+	deep := strings.Repeat("../", 30) + strings.TrimPrefix(a.Outside, "/") + "/secret.txt"
+	r.fs("symlink deep ../", "", os.Symlink(deep, a.WS+"/deep-link"))
+	d, err = readFile(a.WS + "/deep-link")
+	r.fs("read through the deep link", d, err)
+	err = os.WriteFile(link, []byte("overwrite"), 0o644)
+	r.fs("write through the link", "", err)
+	return nil
+}
+
+func fsSymlinkAbsolute(a args, r *report) error {
+	r.fs("symlink absolute target", "", os.Symlink(a.Outside+"/secret.txt", a.WS+"/abs-link"))
+	d, err := readFile(a.WS + "/abs-link")
+	r.fs("read the guest's absolute link", d, err)
+	// The host placed this one: an absolute symlink inside the root.
+	d, err = readFile(a.WS + "/host-abs-link")
+	r.fs("read the host's absolute link", d, err)
+	return nil
+}
+
+func fsSymlinkedDir(a args, r *report) error {
+	dl := a.WS + "/dir-link"
+	r.fs("symlink ../NAME", "", os.Symlink("../"+path.Base(a.Outside), dl))
+	d, err := readFile(dl + "/secret.txt")
+	r.fs("read dir-link/secret.txt", d, err)
+	list, err := os.ReadDir(dl)
+	names := ""
+	for _, e := range list {
+		names += e.Name() + " "
+	}
+	r.fs("list dir-link", names, err)
+	_, err = os.Stat(dl + "/secret.txt")
+	r.fs("stat dir-link/secret.txt", "", err)
+	r.fs("create dir-link/planted.txt", "", os.WriteFile(dl+"/planted.txt", []byte("planted"), 0o644))
+	// The host placed ws/host-dir-link -> outside (absolute).
+	d, err = readFile(a.WS + "/host-dir-link/secret.txt")
+	r.fs("read host-dir-link/secret.txt", d, err)
+	return nil
+}
+
+func fsHardlink(a args, r *report) error {
+	fd, err := dirFD(a.WS)
+	if err != nil {
+		return err
+	}
+	r.fs("link ../NAME/secret.txt", "", rawLink(fd, a.Rel+"/secret.txt", false, fd, "stolen-rel"))
+	r.fs("link absolute", "", rawLink(fd, a.Outside+"/secret.txt", false, fd, "stolen-abs"))
+	r.fs("symlink to link through", "", os.Symlink(a.Rel+"/secret.txt", a.WS+"/via"))
+	r.fs("link following a symlink", "", rawLink(fd, "via", true, fd, "stolen-via"))
+	r.fs("os.Link lexical ..", "", os.Link(a.WS+"/../"+path.Base(a.Outside)+"/secret.txt", a.WS+"/stolen-os"))
+	for _, n := range []string{"stolen-rel", "stolen-abs", "stolen-via", "stolen-os"} {
+		d, err := readFile(a.WS + "/" + n)
+		r.fs("read "+n, d, err)
+	}
+	return nil
+}
+
+// fsSwap replaces ws/<path> again and again, atomically (rename over),
+// with a symlink out of the root and with a regular file.
+func fsSwap(a args, r *report) error {
+	target := a.WS + "/" + a.Path
+	link, file := target+".link", target+".file"
+	counts := map[string]int{}
+	for i := 0; i < a.N; i++ {
+		os.Remove(link)
+		if err := os.Symlink(a.Rel+"/secret.txt", link); err != nil {
+			counts["symlink "+errnoName(err)]++
+			continue
+		}
+		counts["rename link "+errnoName(os.Rename(link, target))]++
+		if err := os.WriteFile(file, []byte("inside"), 0o644); err != nil {
+			counts["write "+errnoName(err)]++
+			continue
+		}
+		counts["rename file "+errnoName(os.Rename(file, target))]++
+	}
+	for k, v := range counts {
+		r.add(step{Op: k, N: int64(v)})
+	}
+	return nil
+}
+
+// fsReadLoop reads ws/<path> N times and tallies the outcomes; anything
+// it reads other than "inside" is reported verbatim.
+func fsReadLoop(a args, r *report) error {
+	counts := map[string]int{}
+	seen := map[string]bool{}
+	for i := 0; i < a.N; i++ {
+		d, err := readFile(a.WS + "/" + a.Path)
+		counts[errnoName(err)]++
+		if err == nil && d != "inside" && !seen[d] {
+			seen[d] = true
+			r.add(step{Op: "read other content", Errno: "OK", Data: d})
+		}
+	}
+	for k, v := range counts {
+		r.add(step{Op: "read", Errno: k, N: int64(v)})
+	}
+	return nil
+}
+
+func fsWriteRO(a args, r *report) error {
+	f := a.RO + "/ro.txt"
+	r.fs("write existing", "", os.WriteFile(f, []byte("overwritten"), 0o644))
+	r.fs("create new", "", os.WriteFile(a.RO+"/new.txt", []byte("new"), 0o644))
+	h, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		h.Close()
+	}
+	r.fs("open append", "", err)
+	r.fs("truncate", "", os.Truncate(f, 0))
+	r.fs("mkdir", "", os.Mkdir(a.RO+"/newdir", 0o755))
+	r.fs("remove", "", os.Remove(f))
+	r.fs("rename", "", os.Rename(f, a.RO+"/moved.txt"))
+	r.fs("symlink", "", os.Symlink("ro.txt", a.RO+"/link"))
+	r.fs("hard link", "", os.Link(f, a.RO+"/hard"))
+	fd, err := dirFD(a.RO)
+	if err != nil {
+		return err
+	}
+	r.fs("set mtime", "", rawSetMtime(fd, "ro.txt", 1))
+	// Reading stays allowed.
+	d, err := readFile(f)
+	r.fs("read", d, err)
+	return nil
+}
+
+func fsProcSelf(a args, r *report) error {
+	for _, p := range []string{"/proc/self/environ", "/proc/self/root" + a.Outside + "/secret.txt", "/proc/self/cwd/secret.txt", "/proc/self/fd/0"} {
+		d, err := readFile(p)
+		r.fs("os.ReadFile "+p, d, err)
+	}
+	fd, err := dirFD(a.WS)
+	if err != nil {
+		return err
+	}
+	d, err := rawRead(fd, "/proc/self/root"+a.Outside+"/secret.txt")
+	r.fs("openat /proc/self/root", d, err)
+	up := strings.Repeat("../", 30)
+	r.fs("symlink to ../../proc/self/root", "", os.Symlink(up+"proc/self/root"+a.Outside+"/secret.txt", a.WS+"/proc-link"))
+	d, err = readFile(a.WS + "/proc-link")
+	r.fs("read proc-link", d, err)
+	r.fs("symlink to ../../proc/self/environ", "", os.Symlink(up+"proc/self/environ", a.WS+"/env-link"))
+	d, err = readFile(a.WS + "/env-link")
+	r.fs("read env-link", d, err)
+	return nil
+}
+
+func fsMutateOutside(a args, r *report) error {
+	fd, err := dirFD(a.WS)
+	if err != nil {
+		return err
+	}
+	secret := a.Rel + "/secret.txt"
+	r.fs("unlink ../", "", rawUnlink(fd, secret))
+	if err := os.WriteFile(a.WS+"/evil.txt", []byte("evil"), 0o644); err != nil {
+		return err
+	}
+	r.fs("rename over ../", "", rawRename(fd, "evil.txt", fd, secret))
+	r.fs("rename out of ../", "", rawRename(fd, secret, fd, "moved-in.txt"))
+	r.fs("mkdir ../", "", rawMkdir(fd, a.Rel+"/made"))
+	r.fs("set mtime ../", "", rawSetMtime(fd, secret, 1))
+	f, err := rawOpen(fd, secret, oTrunc, true)
+	if err == nil {
+		f.Close()
+	}
+	r.fs("truncate ../", "", err)
+	f, err = rawOpen(fd, a.Rel+"/created.txt", oCreat, true)
+	if err == nil {
+		f.Close()
+	}
+	r.fs("create ../", "", err)
+	return nil
+}
+
+func fsSymlinkLoop(a args, r *report) error {
+	r.fs("symlink a -> b", "", os.Symlink("loop-b", a.WS+"/loop-a"))
+	r.fs("symlink b -> a", "", os.Symlink("loop-a", a.WS+"/loop-b"))
+	r.fs("symlink self", "", os.Symlink("loop-self", a.WS+"/loop-self"))
+	d, err := readFile(a.WS + "/loop-a")
+	r.fs("read loop-a", d, err)
+	d, err = readFile(a.WS + "/loop-self")
+	r.fs("read loop-self", d, err)
+	_, err = os.Stat(a.WS + "/loop-a/x")
+	r.fs("stat loop-a/x", "", err)
+	return nil
+}
+
+var hoardFiles []*os.File
+
+// fsFDExhaustion opens ws/<path> up to N times and keeps every descriptor.
+func fsFDExhaustion(a args, r *report) error {
+	var first error
+	for i := 0; i < a.N; i++ {
+		f, err := os.Open(a.WS + "/" + a.Path)
+		if err != nil {
+			first = err
+			break
+		}
+		hoardFiles = append(hoardFiles, f)
+	}
+	r.add(step{Op: "open until refused", Errno: errnoName(first), N: int64(len(hoardFiles))})
+	return nil
+}
+
+func fsRead(a args, r *report) error {
+	d, err := readFile(a.Path)
+	r.fs(fmt.Sprintf("read %s", a.Path), d, err)
+	return nil
+}

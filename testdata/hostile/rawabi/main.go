@@ -1,0 +1,111 @@
+//go:build wasip1
+
+// Command rawabi is a hostile plugin written against the raw dsh:host/v1
+// ABI, without the guest SDK, so that its exports can lie: output
+// pointers outside memory, lengths beyond the limit, unknown status
+// bytes, a dsh_alloc that returns garbage, and an ABI version taken from
+// the HOSTILE_ABI_VERSION environment variable.
+package main
+
+import (
+	"os"
+	"strconv"
+	"unsafe"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+)
+
+//go:wasmimport dsh:host/v1 tool_register
+func toolRegister(inPtr, inLen, outPtr, outCap uint32) uint64
+
+func main() {}
+
+func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+//go:wasmexport dsh_abi_version
+func abiVersion() int32 {
+	if v, err := strconv.Atoi(os.Getenv("HOSTILE_ABI_VERSION")); err == nil {
+		return int32(v)
+	}
+	return hostfns.ABIVersion
+}
+
+var (
+	inBuf []byte
+	// allocLie, when set, is what the next dsh_alloc returns.
+	allocLie *uint32
+	out      []byte
+)
+
+//go:wasmexport dsh_alloc
+func alloc(size int32) uint32 {
+	if allocLie != nil {
+		p := *allocLie
+		allocLie = nil
+		return p
+	}
+	if size <= 0 {
+		size = 1
+	}
+	inBuf = make([]byte, size)
+	return addr(inBuf)
+}
+
+var tools = []string{"raw_ok", "raw_oob", "raw_huge", "raw_status", "raw_novalue", "raw_badalloc", "raw_zeroalloc"}
+
+//go:wasmexport dsh_init
+func dshInit(ptr, n uint32) uint64 {
+	res := make([]byte, 256)
+	for _, t := range tools {
+		req := []byte(`{"name":"` + t + `","description":"raw ABI tool"}`)
+		if st, m := hostfns.Unpack(toolRegister(addr(req), uint32(len(req)), addr(res), uint32(len(res)))); st != hostfns.StatusOK {
+			return respond(hostfns.OutError, "tool_register "+t+": "+st.String()+": "+string(res[:min(m, uint32(len(res)))]))
+		}
+	}
+	return 0
+}
+
+//go:wasmexport dsh_setup
+func dshSetup(ptr, n uint32) uint64 { return 0 }
+
+func respond(st hostfns.OutStatus, msg string) uint64 {
+	out = append([]byte{byte(st)}, msg...)
+	return hostfns.PackPtr(addr(out), uint32(len(out)))
+}
+
+//go:wasmexport dsh_tool
+func dshTool(ptr, n uint32) uint64 {
+	if len(inBuf) == 0 || ptr != addr(inBuf) || n > uint32(len(inBuf)) {
+		return respond(hostfns.OutError, "input is not where dsh_alloc put it")
+	}
+	frame := inBuf[:n]
+	name := string(frame)
+	for i, c := range frame {
+		if c == hostfns.FrameSep {
+			name = string(frame[:i])
+			break
+		}
+	}
+	switch name {
+	case "raw_ok":
+		return respond(hostfns.OutOK, "raw ok")
+	case "raw_oob":
+		return hostfns.PackPtr(0xffffff00, 0x1000)
+	case "raw_huge":
+		out = []byte{0}
+		return hostfns.PackPtr(addr(out), hostfns.MaxOutputBytes+1)
+	case "raw_status":
+		return respond(hostfns.OutStatus(7), "status seven")
+	case "raw_novalue":
+		return respond(hostfns.OutNoValue, "")
+	case "raw_badalloc":
+		p := uint32(0xfffffff0)
+		allocLie = &p
+		return respond(hostfns.OutOK, "the next dsh_alloc lies")
+	case "raw_zeroalloc":
+		p := uint32(0)
+		allocLie = &p
+		return respond(hostfns.OutOK, "the next dsh_alloc returns 0")
+	}
+	return respond(hostfns.OutError, "no tool "+name)
+}
