@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -21,7 +22,7 @@ import (
 // TestConformanceSessionsLoad reads every session file of the corpus,
 // children included.
 func TestConformanceSessionsLoad(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := testcorpus.Dir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "sessions", "*", "session*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestConformanceSessionsLoad(t *testing.T) {
 // event. Subagent scenarios replay their parent only: the subagent tool's
 // result is the recorded one.
 func TestConformanceReplays(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := testcorpus.Dir(t)
 	entries, err := os.ReadDir(filepath.Join(dir, "sessions"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -304,19 +303,4 @@ func loadTestkit(t testing.TB, h *plugin.Host, name string, cfg map[string]any, 
 	if _, err := h.Load(context.Background(), plugin.Spec{Name: name, Source: path, Config: b, Limits: limits}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// conformanceDir returns ../shared/conformance beside the module root, or
-// skips the test.
-func conformanceDir(t testing.TB) string {
-	t.Helper()
-	root, err := guestbuild.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "conformance")
-	if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
-		t.Skipf("conformance corpus not found at %s (../shared/conformance beside the checkout): %v", dir, err)
-	}
-	return dir
 }

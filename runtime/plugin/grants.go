@@ -225,51 +225,43 @@ func toExecStatus(s execjail.Status) hostfns.ExecStatus {
 	return hostfns.ExecStatus{ID: s.ID, Running: s.Running, Result: toExecResult(s.Result)}
 }
 
-func hostExecRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.ExecRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
+// hostExec implements exec_run and exec_start: decode, check the grant,
+// build the command, then run it with do.
+func hostExec(do func(m *execjail.Manager, cs *callState, cmd execjail.Command) (any, error)) hostImpl {
+	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+		var r hostfns.ExecRequest
+		if st, msg := decode(req, &r); st != 0 {
+			return nil, st, msg
+		}
+		m, st, msg := in.p.execManager(cs)
+		if st != 0 {
+			return nil, st, msg
+		}
+		cmd, st, msg := execCommand(in.p.sandbox.grants, r)
+		if st != 0 {
+			return nil, st, msg
+		}
+		resp, err := do(m, cs, cmd)
+		if err != nil {
+			st, msg := execStatus(err)
+			return nil, st, msg
+		}
+		b, _ := json.Marshal(resp)
+		return b, 0, ""
 	}
-	m, st, msg := in.p.execManager(cs)
-	if st != 0 {
-		return nil, st, msg
-	}
-	cmd, st, msg := execCommand(in.p.sandbox.grants, r)
-	if st != 0 {
-		return nil, st, msg
-	}
-	res, err := m.Run(cs.ctx, cmd)
-	if err != nil {
-		st, msg := execStatus(err)
-		return nil, st, msg
-	}
-	b, _ := json.Marshal(toExecResult(res))
-	return b, 0, ""
 }
 
-func hostExecStart(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.ExecRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	m, st, msg := in.p.execManager(cs)
-	if st != 0 {
-		return nil, st, msg
-	}
-	cmd, st, msg := execCommand(in.p.sandbox.grants, r)
-	if st != 0 {
-		return nil, st, msg
-	}
-	// A background task outlives the call that started it, so it runs
-	// under the session's lifetime (Host.EndAgent), not the call's context.
+var hostExecRun = hostExec(func(m *execjail.Manager, cs *callState, cmd execjail.Command) (any, error) {
+	res, err := m.Run(cs.ctx, cmd)
+	return toExecResult(res), err
+})
+
+// A background task outlives the call that started it, so it runs under
+// the session's lifetime (Host.EndAgent), not the call's context.
+var hostExecStart = hostExec(func(m *execjail.Manager, cs *callState, cmd execjail.Command) (any, error) {
 	id, err := m.Start(context.WithoutCancel(cs.ctx), cmd)
-	if err != nil {
-		st, msg := execStatus(err)
-		return nil, st, msg
-	}
-	b, _ := json.Marshal(hostfns.ExecStatus{ID: id, Running: true})
-	return b, 0, ""
-}
+	return hostfns.ExecStatus{ID: id, Running: true}, err
+})
 
 func hostExecTask(kill bool) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {

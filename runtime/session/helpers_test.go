@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
@@ -16,27 +17,13 @@ import (
 // lives at ../shared/conformance beside the module root.
 func corpusFiles(t *testing.T) []string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root (go.mod) not found above the package directory")
-		}
-		dir = parent
-	}
-	sessions := filepath.Join(dir, "..", "shared", "conformance", "sessions")
+	sessions := testcorpus.Sessions(t)
 	files, err := filepath.Glob(filepath.Join(sessions, "*", "session*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Skipf("conformance corpus not found at %s (it sits beside the checkout as ../shared)", sessions)
+		t.Skipf("no session files in the conformance corpus at %s", sessions)
 	}
 	return files
 }

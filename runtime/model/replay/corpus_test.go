@@ -12,33 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
-
-// corpusDir finds ../shared/conformance/sessions beside the module root,
-// skipping the test when it is absent.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root (go.mod) not found; conformance corpus unavailable")
-		}
-		dir = parent
-	}
-	sessions := filepath.Join(dir, "..", "shared", "conformance", "sessions")
-	if _, err := os.Stat(sessions); err != nil {
-		t.Skipf("conformance corpus not found at ../shared/conformance beside the module root: %v", err)
-	}
-	return sessions
-}
 
 // recordedMessages reads the assistant/message events after the seed,
 // keyed by (turn, step).
@@ -82,7 +58,7 @@ func recordedMessages(t *testing.T, path string, seed int) map[[2]int][]model.Pa
 // through the provider and checks the stream against the recorded
 // assistant message.
 func TestCorpusScriptsLoad(t *testing.T) {
-	root := corpusDir(t)
+	root := testcorpus.Sessions(t)
 	scenarios, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +120,7 @@ func TestCorpusScriptsLoad(t *testing.T) {
 }
 
 func TestCorpusCancelOverrideHangs(t *testing.T) {
-	p, err := Open(filepath.Join(corpusDir(t), "cancel", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "cancel", "session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +192,7 @@ func answer(t *testing.T, p *Provider, session string, turn, step int) (string, 
 }
 
 func TestCorpusSubagentSpawnBinding(t *testing.T) {
-	p, err := Open(filepath.Join(corpusDir(t), "subagent-spawn", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "subagent-spawn", "session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +242,7 @@ func stepText(t *testing.T, s *Script, turn, step int) string {
 }
 
 func TestCorpusSubagentForkStartsAfterSeed(t *testing.T) {
-	p, err := Open(filepath.Join(corpusDir(t), "subagent-fork", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "subagent-fork", "session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +270,7 @@ func TestCorpusSubagentForkStartsAfterSeed(t *testing.T) {
 }
 
 func TestCorpusMissingStep(t *testing.T) {
-	p, err := Open(filepath.Join(corpusDir(t), "text-turn", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "text-turn", "session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
