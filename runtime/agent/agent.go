@@ -90,6 +90,10 @@ type Options struct {
 	Tools ToolRunner
 	// Logger receives the loop's diagnostics; nil uses slog.Default().
 	Logger *slog.Logger
+	// State, when set, persists plugins' host-side state in the session
+	// and restores it on resume; give the same store to the plugin host
+	// (plugin.Options.State).
+	State *PluginState
 	// OnEvent, when set, is called with each event the loop records,
 	// after it is appended, on the goroutine running the turn. It must
 	// not block; it may call Cancel.
@@ -106,6 +110,7 @@ type Agent struct {
 	tools    ToolRunner
 	log      *slog.Logger
 	onEvent  func(session.Event)
+	state    *PluginState
 	facts    prompt.AgentFacts
 	parentID string // the session's parent session, for request metadata
 	maxSteps int
@@ -184,6 +189,12 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: new: session %s: %w", h.ID, err)
 	}
 	a.lastTurn = last
+	if opts.State != nil {
+		if err := opts.State.attach(opts.Session); err != nil {
+			return nil, fmt.Errorf("agent: new: restore plugin state: %w", err)
+		}
+		a.state = opts.State
+	}
 	a.emitContained(ctx, events.EventAgentStart, &AgentEvent{Agent: a.facts})
 	return a, nil
 }
@@ -281,6 +292,9 @@ func (a *Agent) Close(ctx context.Context) {
 	a.turnMu.Unlock()
 	a.emitContained(ctx, events.EventAgentEnd, &AgentEvent{Agent: a.facts})
 	a.tools.EndAgent(context.WithoutCancel(ctx), a.facts.ID)
+	if a.state != nil {
+		a.state.detach(a.sess)
+	}
 }
 
 // TurnResult says how a turn ended.
