@@ -3,6 +3,7 @@ module github.com/dsh-wasm/dsh-wasm
 go 1.26.0
 
 require (
+	github.com/extism/go-pdk v1.1.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/spf13/cobra v1.10.2
 	github.com/tetratelabs/wazero v1.12.0
