@@ -105,7 +105,9 @@ type guard struct {
 func watch(ctx context.Context, flag api.MutableGlobal, sl *sleeper, timeout time.Duration) (context.Context, *guard) {
 	sl.killed.Store(false)
 	g := &guard{flag: flag, sleep: sl}
-	callCtx := context.WithoutCancel(ctx)
+	// Host functions find their instance and call through the module, not
+	// the context, so an instrumented call needs no context of its own.
+	callCtx := context.Background()
 	if flag == nil {
 		callCtx, g.cancel = context.WithCancelCause(ctx)
 	}

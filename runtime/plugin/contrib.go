@@ -321,7 +321,7 @@ func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Sta
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	if err := in.p.h.bus.Emit(cs.ctx, r.Event, payload); err != nil {
+	if err := in.p.h.bus.Emit(cs.activeCtx(in), r.Event, payload); err != nil {
 		return nil, hostfns.ErrInternal, err.Error()
 	}
 	return nil, 0, ""

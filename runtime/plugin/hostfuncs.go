@@ -27,7 +27,7 @@ func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 	b := p.rt.NewHostModuleBuilder(hostfns.Module)
 	for _, f := range hostfns.Funcs {
 		if f.Name == hostfns.FnTake {
-			b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostTake),
+			b.NewFunctionBuilder().WithGoModuleFunction(p.hostTake(),
 				[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(f.Name)
 			continue
 		}
@@ -35,7 +35,7 @@ func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 		if impl == nil {
 			return fmt.Errorf("host function %s has no implementation", f.Name)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(wrapHost(f, impl), i32x4, []api.ValueType{api.ValueTypeI64}).Export(f.Name)
+		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapHost(f, impl), i32x4, []api.ValueType{api.ValueTypeI64}).Export(f.Name)
 	}
 	_, err := b.Instantiate(ctx)
 	return err
@@ -66,9 +66,9 @@ var hostImpls = map[string]hostImpl{
 // pointers, the size and the UTF-8 of the request, pauses the compute
 // budget while the host works, and delivers the result. It never panics:
 // a panic in impl is recovered and reported to the guest as ErrInternal.
-func wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
+func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
-		in, _ := ctx.Value(instKey{}).(*instance)
+		in := p.instanceOf(mod)
 		if in == nil || in.cur == nil {
 			// Called outside any call the host made (from _initialize, say).
 			stack[0] = hostfns.Pack(hostfns.ErrDenied, 0)
@@ -133,11 +133,24 @@ func (in *instance) deliver(st hostfns.Status, payload []byte, outPtr, outCap ui
 	return hostfns.Pack(st, n)
 }
 
+// instanceOf returns the instance whose module is calling a host function.
+func (p *Plugin) instanceOf(mod api.Module) *instance {
+	in, _ := p.byModule.Load(mod)
+	i, _ := in.(*instance)
+	return i
+}
+
 // hostTake implements take(ptr, n) -> i32.
-func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
-	in, _ := ctx.Value(instKey{}).(*instance)
+func (p *Plugin) hostTake() api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		p.take(mod, stack)
+	}
+}
+
+func (p *Plugin) take(mod api.Module, stack []uint64) {
+	in := p.instanceOf(mod)
 	ptr, n := uint32(stack[0]), uint32(stack[1])
-	if in == nil || in.pending == nil || uint32(len(in.pending)) != n || !in.mem.Write(ptr, in.pending) {
+	if in == nil || in.cur == nil || in.pending == nil || uint32(len(in.pending)) != n || !in.mem.Write(ptr, in.pending) {
 		stack[0] = api.EncodeI32(-1)
 		return
 	}

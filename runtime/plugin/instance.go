@@ -59,8 +59,6 @@ type callState struct {
 	export string
 }
 
-type instKey struct{}
-
 // activeKey marks, on a context, the instances with a call in progress
 // up the stack, so that a reentrant call is refused instead of
 // deadlocking.
@@ -123,6 +121,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if facts != nil {
 		in.agentID = facts.ID
 	}
+	p.byModule.Store(mod, in)
 	if p.interruptible {
 		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
 		if !ok {
@@ -137,7 +136,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if f := in.fns[hostfns.ExportInitialize]; f != nil {
 		callCtx, g := watch(ctx, in.flag, in.sleep, p.limits.InitTimeout)
-		_, err = f.Call(context.WithValue(callCtx, instKey{}, in))
+		_, err = f.Call(callCtx)
 		g.stop()
 		if err != nil {
 			in.close(ctx)
@@ -193,6 +192,7 @@ func (in *instance) closeLocked(ctx context.Context) {
 	if in.closed.Swap(true) {
 		return
 	}
+	in.p.byModule.Delete(in.mod)
 	in.mod.Close(context.WithoutCancel(ctx))
 	in.logw.Close()
 	if in.jail != nil {
@@ -219,13 +219,12 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	}
 	callCtx, g := watch(ctx, in.flag, in.sleep, timeout)
 	defer g.stop()
-	cs.ctx = context.WithValue(ctx, activeKey{}, &activeSet{inst: in, next: activeOf(ctx)})
+	cs.ctx = ctx
 	cs.export = export
 	cs.budget = g.budget
 	in.cur = cs
 	in.pending = nil
 	defer func() { in.cur, in.pending = nil, nil }()
-	callCtx = context.WithValue(callCtx, instKey{}, in)
 
 	fail := func(err error) (hostfns.OutStatus, []byte, error) {
 		in.closeLocked(ctx)
@@ -266,6 +265,13 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, st))
 	}
 	return st, append([]byte(nil), b[1:]...), nil
+}
+
+// activeCtx is the call's context marked with its instance, for host
+// functions whose work can call back into plugins (event_emit): a call
+// back into this instance is then refused as reentrant.
+func (cs *callState) activeCtx(in *instance) context.Context {
+	return context.WithValue(cs.ctx, activeKey{}, &activeSet{inst: in, next: activeOf(cs.ctx)})
 }
 
 func activeOf(ctx context.Context) *activeSet {

@@ -34,6 +34,9 @@ type Plugin struct {
 	exports map[string]bool
 	// interruptible: the module was instrumented with an interrupt flag.
 	interruptible bool
+	// byModule maps each open instance's module to the instance, for
+	// host functions, which are told the calling module.
+	byModule sync.Map
 
 	contrib *contrib
 

@@ -87,7 +87,9 @@ func abiAttacks() []hostileAttack {
 			return "refused (bad JSON: key must be 1 to 256 bytes)"
 		}},
 		{name: "state-flood", run: func(e *env) string {
-			e.attacker(nil)
+			// Encoding 1 MiB requests is real guest work: give it room, so
+			// a loaded machine measures the host's limit, not the budget.
+			e.attacker(nil, limits("30s", "5s", "64MiB"))
 			r := e.attack(e.main, attackArgs{Attack: "state-flood", N: 64})
 			s := r.Steps[0]
 			if s.Code != uint32(hostfns.ErrLimit) || !strings.Contains(s.Msg, "plugin state full") || s.Op != "state_set after 16 MiB" {
