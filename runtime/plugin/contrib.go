@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -34,11 +35,15 @@ type reg struct {
 // contrib tracks a plugin's registrations, so that it can unregister only
 // its own and everything goes when it unloads.
 type contrib struct {
-	p    *Plugin
-	mu   sync.Mutex
-	regs []*reg
-	subs []hostfns.SubscribeRequest
-	caps hostfns.Capabilities
+	p *Plugin
+	// mu is taken after the registry's writer lock, never before it.
+	mu sync.Mutex
+	// removed: the contribution was taken out of the registry (unload,
+	// or the old side of a reload); later registrations are refused.
+	removed bool
+	regs    []*reg
+	subs    []hostfns.SubscribeRequest
+	caps    hostfns.Capabilities
 }
 
 func newContrib(p *Plugin) *contrib { return &contrib{p: p} }
@@ -105,10 +110,12 @@ func (c *contrib) addCapabilities(n hostfns.Capabilities) {
 	c.caps.Env = append(c.caps.Env, n.Env...)
 }
 
-// removeAll unregisters everything in tx.
+// removeAll unregisters everything in tx and refuses later
+// registrations. If tx's update fails, the caller calls restore.
 func (c *contrib) removeAll(tx *prompt.Tx) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.removed = true
 	var errs []error
 	for _, r := range c.regs {
 		if err := r.d.Tx(tx); err != nil && !errors.Is(err, prompt.ErrNotRegistered) {
@@ -118,36 +125,68 @@ func (c *contrib) removeAll(tx *prompt.Tx) error {
 	return errors.Join(errs...)
 }
 
-// update runs fn in the init's transaction, or in an update of its own
-// when the load-time instance registers later.
-func (c *contrib) update(cs *callState, fn func(tx *prompt.Tx) error) error {
+// restore undoes removeAll's refusal after its update failed.
+func (c *contrib) restore() {
+	c.mu.Lock()
+	c.removed = false
+	c.mu.Unlock()
+}
+
+var (
+	errRemoved = errors.New("the plugin is being unloaded or replaced")
+	errLimit   = errors.New("registration limit reached")
+)
+
+// withTx runs fn with c.mu held, in the init's transaction, or — when the
+// load-time instance registers later — in an update of its own. The
+// registry's writer lock is always taken first.
+func (c *contrib) withTx(cs *callState, fn func(tx *prompt.Tx) error) error {
 	if cs.tx != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		return fn(cs.tx)
 	}
-	return c.p.h.reg.Update(fn)
+	return c.p.h.reg.Update(func(tx *prompt.Tx) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.removed {
+			return errRemoved
+		}
+		return fn(tx)
+	})
+}
+
+func registrationStatus(err error, plugin string, max int) (hostfns.Status, string) {
+	var re *prompt.RegistrationError
+	switch {
+	case errors.As(err, &re):
+		return hostfns.ErrRule, err.Error()
+	case errors.Is(err, errLimit):
+		return hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", plugin, max)
+	case errors.Is(err, errRemoved):
+		return hostfns.ErrDenied, err.Error()
+	}
+	return hostfns.ErrInternal, err.Error()
 }
 
 // register adds one registration under the plugin's limits.
 func (c *contrib) register(cs *callState, kind, name string, add func(tx *prompt.Tx) (prompt.Disposer, error), r *reg) ([]byte, hostfns.Status, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.count() >= c.p.limits.MaxRegistrations {
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", c.p.name, c.p.limits.MaxRegistrations)
-	}
-	err := c.update(cs, func(tx *prompt.Tx) error {
+	err := c.withTx(cs, func(tx *prompt.Tx) error {
+		if c.count() >= c.p.limits.MaxRegistrations {
+			return errLimit
+		}
 		d, err := add(tx)
-		r.d = d
-		return err
+		if err != nil {
+			return err
+		}
+		r.d, r.kind, r.name = d, kind, name
+		c.regs = append(c.regs, r)
+		return nil
 	})
 	if err != nil {
-		var re *prompt.RegistrationError
-		if errors.As(err, &re) {
-			return nil, hostfns.ErrRule, err.Error()
-		}
-		return nil, hostfns.ErrInternal, err.Error()
+		st, msg := registrationStatus(err, c.p.name, c.p.limits.MaxRegistrations)
+		return nil, st, msg
 	}
-	r.kind, r.name = kind, name
-	c.regs = append(c.regs, r)
 	return nil, 0, ""
 }
 
@@ -214,17 +253,26 @@ func hostUnregister(kind string) hostImpl {
 			return nil, st, msg
 		}
 		c := in.p.contrib
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		i := c.find(kind, r.Name)
-		if i < 0 {
-			return nil, hostfns.ErrNotFound, fmt.Sprintf("plugin %q registered no %s %q", in.p.name, kind, r.Name)
+		errNotOwn := fmt.Errorf("plugin %q registered no %s %q", in.p.name, kind, r.Name)
+		err := c.withTx(cs, func(tx *prompt.Tx) error {
+			i := c.find(kind, r.Name)
+			if i < 0 {
+				return errNotOwn
+			}
+			if err := c.regs[i].d.Tx(tx); err != nil {
+				return err
+			}
+			c.regs = append(c.regs[:i], c.regs[i+1:]...)
+			return nil
+		})
+		switch {
+		case err == nil:
+			return nil, 0, ""
+		case errors.Is(err, errNotOwn):
+			return nil, hostfns.ErrNotFound, err.Error()
 		}
-		if err := c.update(cs, c.regs[i].d.Tx); err != nil {
-			return nil, hostfns.ErrInternal, err.Error()
-		}
-		c.regs = append(c.regs[:i], c.regs[i+1:]...)
-		return nil, 0, ""
+		st, msg := registrationStatus(err, in.p.name, in.p.limits.MaxRegistrations)
+		return nil, st, msg
 	}
 }
 
@@ -272,6 +320,12 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 		return nil, st, msg
 	}
 	c := p.contrib
+	c.mu.Lock()
+	dup := slices.ContainsFunc(c.subs, func(s hostfns.SubscribeRequest) bool { return s.Event == r.Event })
+	c.mu.Unlock()
+	if dup {
+		return nil, hostfns.ErrRule, fmt.Sprintf("already subscribed to %s", r.Event)
+	}
 	if r.Event == events.EventAssemble {
 		hook := func(ctx context.Context, ac prompt.AssembleContext, next prompt.AssembleFunc) (*prompt.Assembly, error) {
 			a, err := next(ctx, ac)

@@ -185,10 +185,18 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 		p.close(ctx)
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
-	p.activate()
 	h.mu.Lock()
+	if h.closed {
+		// Close ran while this load was in progress: undo it rather than
+		// leave a plugin nobody will unload.
+		h.mu.Unlock()
+		h.reg.Update(func(tx *prompt.Tx) error { return p.contrib.removeAll(tx) })
+		p.close(ctx)
+		return nil, fmt.Errorf("load plugin %q: %w", name, ErrClosed)
+	}
 	h.plugins[name] = p
 	h.mu.Unlock()
+	p.activate()
 	h.bus.EmitContained(ctx, events.EventPluginLoaded, PluginEvent{Name: name})
 	return p, nil
 }
@@ -221,6 +229,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 		return p.runInit(ctx, tx)
 	})
 	if err != nil {
+		old.contrib.restore()
 		p.close(ctx)
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}

@@ -168,9 +168,12 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 }
 
 func (in *instance) checkVersion(ctx context.Context) error {
-	r, err := in.fns[hostfns.ExportABIVersion].Call(ctx)
+	// Guest code, so under a budget like any other call.
+	callCtx, g := watch(ctx, in.flag, in.sleep, in.p.limits.InitTimeout)
+	r, err := in.fns[hostfns.ExportABIVersion].Call(callCtx)
+	g.stop()
 	if err != nil {
-		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: fmt.Errorf("%w: %w", ErrTrap, err)}
+		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: g.why(err)}
 	}
 	if v := int32(r[0]); v != hostfns.ABIVersion {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion,

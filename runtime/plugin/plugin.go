@@ -421,6 +421,11 @@ func (p *Plugin) loadInstance(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		inst.close(ctx)
+		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
 	p.load = inst
 	p.mu.Unlock()
 	return inst, nil

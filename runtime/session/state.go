@@ -245,8 +245,25 @@ func (t *turnTracker) observe(e Event, p Payload) {
 		t.stepOpen, t.step = true, v.Step
 	case StepEnd:
 		t.stepOpen = false
-	case ToolCall:
+	case AssistantMessage:
+		// The calls the model made are open from the moment its message
+		// is recorded: the loop writes each tool/call only when it runs
+		// it, so a crash between the two must still answer every call.
 		if t.open {
+			for _, part := range v.Content {
+				if part.Type == model.BlockToolCall && !t.hasCall(part.ID) {
+					t.calls = append(t.calls, openCall{seq: e.Seq, turn: v.Turn, step: v.Step, id: part.ID, name: part.Name})
+				}
+			}
+		}
+	case ToolCall:
+		if !t.open {
+			break
+		}
+		// A repair result cites the tool/call when there is one.
+		if i := slices.IndexFunc(t.calls, func(c openCall) bool { return c.id == v.CallID }); i >= 0 {
+			t.calls[i].seq = e.Seq
+		} else {
 			t.calls = append(t.calls, openCall{seq: e.Seq, turn: v.Turn, step: v.Step, id: v.CallID, name: v.Name})
 		}
 	case ToolResult:
@@ -254,6 +271,10 @@ func (t *turnTracker) observe(e Event, p Payload) {
 	case TurnEnd:
 		*t = turnTracker{}
 	}
+}
+
+func (t *turnTracker) hasCall(id string) bool {
+	return slices.ContainsFunc(t.calls, func(c openCall) bool { return c.id == id })
 }
 
 // closing returns the events that close the open turn, if any: an error

@@ -1,0 +1,43 @@
+package plugin
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+)
+
+// A guest whose dsh_abi_version never returns is killed by the init
+// budget, instead of holding the load (and the registry) forever.
+func TestABIVersionRunsUnderBudget(t *testing.T) {
+	p, err := guestbuild.Build("testdata/hostile/spinabi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SPIN_ALWAYS", "1")
+	h := newHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Load(ctx, Spec{Name: "spin", Source: p, Env: []string{"SPIN_ALWAYS"},
+			Limits: Limits{InitTimeout: 200 * time.Millisecond, CallTimeout: 200 * time.Millisecond}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Logf("Load returned: %v", err)
+	case <-time.After(5 * time.Second):
+		// show the registry writer lock is held
+		upd := make(chan struct{})
+		go func() { h.Registry().Update(func(*prompt.Tx) error { return nil }); close(upd) }()
+		select {
+		case <-upd:
+			t.Fatal("Load hung >5s (InitTimeout 200ms, ctx 2s) but registry free")
+		case <-time.After(time.Second):
+			t.Fatal("Load hung >5s despite InitTimeout=200ms and a 2s ctx; registry writer lock held too (all Loads/Unloads/registrations blocked)")
+		}
+	}
+}
