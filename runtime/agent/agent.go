@@ -238,12 +238,17 @@ func (a *Agent) Enqueue(m session.UserMessage) error {
 	return nil
 }
 
-// Prompt queues text as a user message and runs a turn.
+// Prompt queues text as a user message and runs a turn. If a turn is
+// already running it fails with ErrTurnRunning and queues nothing.
 func (a *Agent) Prompt(ctx context.Context, text string) (TurnResult, error) {
+	if !a.turnMu.TryLock() {
+		return TurnResult{}, fmt.Errorf("agent %s: %w", a.facts.ID, ErrTurnRunning)
+	}
+	defer a.turnMu.Unlock()
 	if err := a.Enqueue(session.UserMessage{Content: session.TextContent(text)}); err != nil {
 		return TurnResult{}, err
 	}
-	return a.RunTurn(ctx)
+	return a.runTurnLocked(ctx)
 }
 
 // Cancel aborts the running turn, if any: its model stream and any tool
@@ -327,6 +332,11 @@ func (a *Agent) RunTurn(ctx context.Context) (TurnResult, error) {
 		return TurnResult{}, fmt.Errorf("agent %s: %w", a.facts.ID, ErrTurnRunning)
 	}
 	defer a.turnMu.Unlock()
+	return a.runTurnLocked(ctx)
+}
+
+// runTurnLocked is RunTurn with turnMu held.
+func (a *Agent) runTurnLocked(ctx context.Context) (TurnResult, error) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()

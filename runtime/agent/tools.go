@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -160,7 +161,7 @@ func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, ar
 	if err != nil {
 		return loopError(CodeInvalidArguments, "invalid arguments for tool %q: %v", name, err)
 	}
-	r, err := t.a.tools.CallTool(ctx, facts, name, args)
+	r, err := callTool(ctx, t.a.tools, facts, name, args)
 	if err != nil {
 		if t.ctx.Err() != nil {
 			return loopError(CodeAborted, "aborted: the turn was cancelled while tool %q ran", name)
@@ -200,4 +201,15 @@ func jsonKind(c byte) string {
 		return "null"
 	}
 	return "a number"
+}
+
+// callTool runs the tool runner, turning a panic in it into an error: a
+// host failure ends up as an error result, never as a crashed turn.
+func callTool(ctx context.Context, tr ToolRunner, facts *prompt.AgentFacts, name string, args []byte) (r plugin.ToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the tool runner panicked: %v", p)
+		}
+	}()
+	return tr.CallTool(ctx, facts, name, args)
 }

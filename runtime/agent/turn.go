@@ -142,13 +142,9 @@ func (t *turnRun) step(n int) (StepResult, *ending) {
 	}
 	ctx, facts := t.facts()
 
-	asm, err := a.registry.Assemble(ctx, prompt.AssembleContext{Agent: facts})
+	asm, system, err := assembleAndRender(ctx, a.registry, facts)
 	if err != nil {
-		return sr, t.fail(ReasonPrompt, fmt.Errorf("%w: assemble: %w", ErrPrompt, err))
-	}
-	system, err := prompt.Render(asm)
-	if err != nil {
-		return sr, t.fail(ReasonPrompt, fmt.Errorf("%w: render: %w", ErrPrompt, err))
+		return sr, t.fail(ReasonPrompt, err)
 	}
 	tools := modelTools(asm.Tools)
 
@@ -177,6 +173,11 @@ func (t *turnRun) step(n int) (StepResult, *ending) {
 	})
 	if t.fatal != nil {
 		return sr, nil
+	}
+	if err == nil && t.ctx.Err() != nil {
+		// Cancelled while the provider streamed, and it finished anyway:
+		// the turn was still cancelled.
+		return sr, t.aborted()
 	}
 	if err != nil {
 		reason := ReasonModel
@@ -233,4 +234,24 @@ func modelTools(ts []prompt.Tool) []model.Tool {
 		out[i] = model.Tool{Name: t.Name, Description: t.Description, Parameters: params}
 	}
 	return out
+}
+
+// assembleAndRender builds the system prompt. A panic in a provider or
+// hook (host code, or a bug) fails the prompt like any other error: it
+// ends only this turn.
+func assembleAndRender(ctx context.Context, reg *prompt.Registry, facts *prompt.AgentFacts) (asm *prompt.Assembly, system string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: assembling the prompt panicked: %v", ErrPrompt, r)
+		}
+	}()
+	asm, err = reg.Assemble(ctx, prompt.AssembleContext{Agent: facts})
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: assemble: %w", ErrPrompt, err)
+	}
+	system, err = prompt.Render(asm)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: render: %w", ErrPrompt, err)
+	}
+	return asm, system, nil
 }

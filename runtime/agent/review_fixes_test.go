@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+)
+
+// A Prompt refused with ErrTurnRunning leaves its message queued: it rides
+// along, unannounced, in the next caller's turn.
+func TestRefusedPromptQueuesNothing(t *testing.T) {
+	hang, _ := replay.New(&replay.Script{Name: "x"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}, {Kind: replay.KindChunks, Chunks: textAnswer("ok")}}))
+	started := make(chan struct{})
+	var once sync.Once
+	f := newFixture(t, Options{Provider: hang, OnEvent: func(e session.Event) {
+		if e.Type == session.TypeAssistantChunk {
+			once.Do(func() { close(started) })
+		}
+	}})
+	done := make(chan struct{})
+	go func() { f.Prompt(context.Background(), "first"); close(done) }()
+	<-started
+	_, err := f.Prompt(context.Background(), "second (refused)")
+	t.Logf("second Prompt err = %v", err)
+	f.Cancel("test")
+	<-done
+	f.prompt(t, "third")
+	var users []string
+	for _, e := range f.sess.Events() {
+		if e.Type == session.TypeUserMessage {
+			m, _ := session.As[session.UserMessage](e)
+			users = append(users, m.Content.Text())
+		}
+	}
+	t.Logf("user messages: %q", users)
+	for _, u := range users {
+		if strings.Contains(u, "refused") {
+			t.Errorf("a message whose Prompt returned ErrTurnRunning was recorded in a later turn")
+		}
+	}
+}
+
+// A tool runner that panics (a host bug) is not contained.
+func TestToolRunnerPanicIsAnErrorResult(t *testing.T) {
+	prov := scripted(t, step(1, 1, callAnswer(call{"c1", "echo", `{}`})), step(1, 2, textAnswer("done")))
+	tools := &fakeTools{fn: func(context.Context, string, []byte) (plugin.ToolResult, error) { panic("host bug") }}
+	f := newFixture(t, Options{Provider: prov, Tools: tools})
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("panic escaped RunTurn: %v; turn left open, events: %v", r, types(f.sess.Events()))
+		}
+	}()
+	res, err := f.Prompt(context.Background(), "go")
+	t.Logf("res=%+v err=%v", res, err)
+}
+
+// Cancel arriving while the provider returns a complete answer without
+// tool calls: the turn says "completed".
+func TestCancelDuringLastStreamAborts(t *testing.T) {
+	var f *fixture
+	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
+		for i, c := range textAnswer("hi") {
+			if i == 2 {
+				f.Cancel("user")
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	f = newFixture(t, Options{Provider: prov})
+	res := f.prompt(t, "x")
+	t.Logf("end=%+v", res.End)
+	if res.End.Kind != session.EndAborted {
+		t.Errorf("cancelled during the stream, turn ended %q", res.End.Kind)
+	}
+}
+
+var _ = os.Getenv
