@@ -14,8 +14,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// A Prompt refused with ErrTurnRunning leaves its message queued: it rides
-// along, unannounced, in the next caller's turn.
+// A Prompt refused with ErrTurnRunning queues nothing: its message must
+// not ride along, unannounced, in the next caller's turn.
 func TestRefusedPromptQueuesNothing(t *testing.T) {
 	hang, _ := replay.New(&replay.Script{Name: "x"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}, {Kind: replay.KindChunks, Chunks: textAnswer("ok")}}))
 	started := make(chan struct{})
@@ -48,7 +48,8 @@ func TestRefusedPromptQueuesNothing(t *testing.T) {
 	}
 }
 
-// A tool runner that panics (a host bug) is not contained.
+// A tool runner that panics (a host bug) gives the model an error result;
+// the turn goes on and closes properly.
 func TestToolRunnerPanicIsAnErrorResult(t *testing.T) {
 	prov := scripted(t, step(1, 1, callAnswer(call{"c1", "echo", `{}`})), step(1, 2, textAnswer("done")))
 	tools := &fakeTools{fn: func(context.Context, string, []byte) (plugin.ToolResult, error) { panic("host bug") }}
@@ -63,7 +64,7 @@ func TestToolRunnerPanicIsAnErrorResult(t *testing.T) {
 }
 
 // Cancel arriving while the provider returns a complete answer without
-// tool calls: the turn says "completed".
+// tool calls still ends the turn "aborted".
 func TestCancelDuringLastStreamAborts(t *testing.T) {
 	var f *fixture
 	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
