@@ -44,12 +44,14 @@ var (
 )
 
 const (
-	secCustom = 0
-	secImport = 2
-	secMemory = 5
-	secGlobal = 6
-	secExport = 7
-	secCode   = 10
+	secCustom   = 0
+	secType     = 1
+	secFunction = 3
+	secImport   = 2
+	secMemory   = 5
+	secGlobal   = 6
+	secExport   = 7
+	secCode     = 10
 )
 
 // sectionOrder is the position each known section must keep.
@@ -87,8 +89,24 @@ func Instrument(wasm []byte) ([]byte, error) {
 	}
 	importedGlobals, memories := 0, 0
 	definedGlobals := 0
+	var params []int    // parameter count of each type
+	var funcTypes []int // type index of each defined function
 	for _, s := range secs {
 		switch s.id {
+		case secType:
+			var err error
+			if params, err = typeParams(s.data); err != nil {
+				return nil, err
+			}
+		case secFunction:
+			sr := &reader{b: s.data}
+			n := sr.u32()
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				funcTypes = append(funcTypes, int(sr.u32()))
+			}
+			if sr.err != nil {
+				return nil, sr.err
+			}
 		case secImport:
 			g, m, err := countImports(s.data)
 			if err != nil {
@@ -97,7 +115,13 @@ func Instrument(wasm []byte) ([]byte, error) {
 			importedGlobals, memories = g, memories+m
 		case secMemory:
 			sr := &reader{b: s.data}
-			memories += int(sr.u32())
+			n := sr.u32()
+			memories += int(n)
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				if flags := sr.limits(); flags&0x04 != 0 {
+					return nil, fmt.Errorf("%w: 64-bit memories", ErrUnsupported)
+				}
+			}
 		case secGlobal:
 			sr := &reader{b: s.data}
 			definedGlobals = int(sr.u32())
@@ -152,7 +176,12 @@ func Instrument(wasm []byte) ([]byte, error) {
 			insert(s.id, d)
 			addedExport = true
 		case secCode:
-			d, err := instrumentCode(s.data, check, limit)
+			d, err := instrumentCode(s.data, check, limit, fuel, gidx, func(i int) (int, error) {
+				if i >= len(funcTypes) || funcTypes[i] >= len(params) {
+					return 0, fmt.Errorf("%w: function %d has no known type", ErrMalformed, i)
+				}
+				return params[funcTypes[i]], nil
+			})
 			if err != nil {
 				return nil, err
 			}
@@ -181,23 +210,15 @@ func Instrument(wasm []byte) ([]byte, error) {
 // Go through memory.grow(0), and traps if the flag is set:
 //
 //	global.get fuel; i32.const 1; i32.sub; global.set fuel
-//	global.get fuel; i32.eqz
-//	if
-//	  i32.const FuelPerCheck; global.set fuel
-//	  i32.const 0; memory.grow 0; drop
-//	  global.get flag; if; unreachable; end
-//	end
+//	global.get fuel; i32.const 0; i32.le_s
+//	if <slowPath> end
 func checkSeq(fuel, flag uint32) []byte {
 	b := appendU32([]byte{0x23}, fuel)
 	b = append(b, 0x41, 0x01, 0x6B, 0x24)
 	b = appendU32(b, fuel)
 	b = appendU32(append(b, 0x23), fuel)
-	b = append(b, 0x45, 0x04, 0x40, 0x41)
-	b = appendS32(b, FuelPerCheck)
-	b = appendU32(append(b, 0x24), fuel)
-	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1A, 0x23)
-	b = appendU32(b, flag)
-	return append(b, 0x04, 0x40, 0x00, 0x0B, 0x0B)
+	b = append(b, 0x41, 0x00, 0x4C, 0x04, 0x40)
+	return append(b, slowPath(fuel, flag)...)
 }
 
 // newGlobals are the fuel (a mutable i32 starting full) and the flag (a
@@ -271,9 +292,13 @@ func countImports(data []byte) (globals, memories int, err error) {
 			r.u32()
 		case 0x01: // table
 			r.byte() // reftype
-			r.limits()
+			if r.limits()&0x04 != 0 {
+				return 0, 0, fmt.Errorf("%w: 64-bit tables", ErrUnsupported)
+			}
 		case 0x02: // memory
-			r.limits()
+			if r.limits()&0x04 != 0 {
+				return 0, 0, fmt.Errorf("%w: 64-bit memories", ErrUnsupported)
+			}
 			memories++
 		case 0x03: // global
 			r.byte() // valtype
@@ -290,8 +315,9 @@ func countImports(data []byte) (globals, memories int, err error) {
 }
 
 // instrumentCode rewrites the code section. Globals numbered limit and
-// above do not exist in the original module.
-func instrumentCode(data, check []byte, limit uint32) ([]byte, error) {
+// above do not exist in the original module; paramsOf gives the number of
+// parameters of defined function i.
+func instrumentCode(data, check []byte, limit, fuel, flag uint32, paramsOf func(int) (int, error)) ([]byte, error) {
 	r := &reader{b: data}
 	n := r.u32()
 	out := appendU32(make([]byte, 0, len(data)+len(data)/8), n)
@@ -302,8 +328,11 @@ func instrumentCode(data, check []byte, limit uint32) ([]byte, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		var err error
-		body, err = instrumentBody(body[:0], fn, check, limit)
+		np, err := paramsOf(int(i))
+		if err != nil {
+			return nil, err
+		}
+		body, err = instrumentBody(body[:0], fn, check, limit, fuel, flag, np)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
@@ -317,27 +346,51 @@ func instrumentCode(data, check []byte, limit uint32) ([]byte, error) {
 }
 
 // instrumentBody copies one function body, adding the check after its
-// locals and after every loop's block type.
-func instrumentBody(dst, fn, check []byte, limit uint32) ([]byte, error) {
+// locals and after every loop's block type, and charging the length of
+// every bulk memory and table operation to the fuel before it runs.
+func instrumentBody(dst, fn, check []byte, limit, fuel, flag uint32, params int) ([]byte, error) {
 	r := &reader{b: fn}
 	groups := r.u32()
+	locals := params
 	for i := uint32(0); i < groups; i++ {
-		r.u32()
+		locals += int(r.u32())
 		r.valtype()
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	dst = append(dst, fn[:r.off]...)
+	bodyStart := r.off
+	bulk, err := hasBulkOps(fn[bodyStart:], limit)
+	if err != nil {
+		return nil, err
+	}
+	if bulk {
+		// One more i32 local holds an operation's length.
+		dst = appendU32(dst, groups+1)
+		dst = append(dst, fn[lebLen(fn):bodyStart]...)
+		dst = append(dst, 0x01, 0x7F)
+	} else {
+		dst = append(dst, fn[:bodyStart]...)
+	}
+	charge := chargeSeq(uint32(locals), fuel, flag)
 	dst = append(dst, check...)
 	start := r.off
 	for !r.done() {
+		at := r.off
 		op := r.byte()
 		if op == 0x23 || op == 0x24 { // global.get, global.set
 			if g := r.u32(); r.err == nil && g >= limit {
 				return nil, fmt.Errorf("%w: global %d does not exist (the module has %d)", ErrMalformed, g, limit)
 			}
 			continue
+		}
+		if op == 0xFC {
+			sub := (&reader{b: fn, off: r.off}).u32()
+			if isBulk(sub) {
+				dst = append(dst, fn[start:at]...)
+				dst = append(dst, charge...)
+				start = at
+			}
 		}
 		if err := skipImmediates(r, op); err != nil {
 			return nil, err
@@ -352,6 +405,80 @@ func instrumentBody(dst, fn, check []byte, limit uint32) ([]byte, error) {
 		}
 	}
 	return append(dst, fn[start:]...), nil
+}
+
+// isBulk: memory.init, memory.copy, memory.fill, table.init, table.copy,
+// table.fill — one instruction whose work grows with its length operand,
+// which is on top of the stack.
+func isBulk(sub uint32) bool {
+	switch sub {
+	case 8, 10, 11, 12, 14, 17:
+		return true
+	}
+	return false
+}
+
+func hasBulkOps(code []byte, limit uint32) (bool, error) {
+	r := &reader{b: code}
+	for !r.done() {
+		op := r.byte()
+		if op == 0xFC {
+			if isBulk((&reader{b: code, off: r.off}).u32()) {
+				return true, nil
+			}
+		}
+		if err := skipImmediates(r, op); err != nil {
+			return false, err
+		}
+	}
+	return false, r.err
+}
+
+// lebLen is the length of the u32 LEB128 at the start of b.
+func lebLen(b []byte) int {
+	for i, c := range b {
+		if c&0x80 == 0 {
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// ChargeShift: a bulk operation of n bytes (or table elements) costs
+// n >> ChargeShift units of fuel.
+const ChargeShift = 12
+
+// chargeSeq charges the length on top of the stack, kept there for the
+// operation, to the fuel, and visits Go if the fuel ran out:
+//
+//	local.tee t
+//	global.get fuel; local.get t; i32.const 12; i32.shr_u; i32.sub; global.set fuel
+//	global.get fuel; i32.const 0; i32.le_s
+//	if <refill, memory.grow 0, trap if flagged> end
+func chargeSeq(t, fuel, flag uint32) []byte {
+	b := appendU32([]byte{0x22}, t)
+	b = appendU32(append(b, 0x23), fuel)
+	b = appendU32(append(b, 0x20), t)
+	b = append(b, 0x41, ChargeShift, 0x76, 0x6B, 0x24)
+	b = appendU32(b, fuel)
+	b = appendU32(append(b, 0x23), fuel)
+	b = append(b, 0x41, 0x00, 0x4C, 0x04, 0x40)
+	return append(b, slowPath(fuel, flag)...)
+}
+
+// slowPath refills the fuel, visits Go through memory.grow(0), traps if
+// the flag is set, and closes the enclosing if:
+//
+//	i32.const FuelPerCheck; global.set fuel
+//	i32.const 0; memory.grow 0; drop
+//	global.get flag; if; unreachable; end
+//	end
+func slowPath(fuel, flag uint32) []byte {
+	b := appendS32([]byte{0x41}, FuelPerCheck)
+	b = appendU32(append(b, 0x24), fuel)
+	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1A, 0x23)
+	b = appendU32(b, flag)
+	return append(b, 0x04, 0x40, 0x00, 0x0B, 0x0B)
 }
 
 func skipImmediates(r *reader, op byte) error {
@@ -549,12 +676,37 @@ func (r *reader) memarg() {
 	r.u32() // offset (u64 with memory64; LEB either way)
 }
 
-func (r *reader) limits() {
+// limits reads a limits and returns its flags (bit 0: a maximum follows;
+// bit 2: 64-bit).
+func (r *reader) limits() byte {
 	flags := r.byte()
 	r.u32()
 	if flags&0x01 != 0 {
 		r.u32()
 	}
+	return flags
+}
+
+// typeParams reads the type section: each function type's parameter count.
+func typeParams(data []byte) ([]int, error) {
+	r := &reader{b: data}
+	n := r.u32()
+	out := make([]int, 0, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if form := r.byte(); form != 0x60 {
+			return nil, fmt.Errorf("%w: type form %#x", ErrUnsupported, form)
+		}
+		np := r.u32()
+		for j := uint32(0); j < np && r.err == nil; j++ {
+			r.valtype()
+		}
+		nr := r.u32()
+		for j := uint32(0); j < nr && r.err == nil; j++ {
+			r.valtype()
+		}
+		out = append(out, int(np))
+	}
+	return out, r.err
 }
 
 func appendS32(b []byte, v int32) []byte {
