@@ -269,6 +269,11 @@ func TestRequestBody(t *testing.T) {
 	req := &model.Request{
 		System: "You are a test.",
 		Messages: []model.Message{
+			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "hi"}}},
+			{Role: model.RoleAssistant, Content: []model.Part{
+				{Type: model.BlockReasoning, Text: "no tools in this turn: not sent back"},
+				{Type: model.BlockText, Text: "Hello."},
+			}},
 			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "first"}, {Type: model.BlockText, Text: "second"}}},
 			{Role: model.RoleAssistant, Content: []model.Part{
 				{Type: model.BlockReasoning, Text: "I should run ls."},
@@ -277,9 +282,14 @@ func TestRequestBody(t *testing.T) {
 			}},
 			{Role: model.RoleTool, ToolCallID: "call_1", Content: []model.Part{{Type: model.BlockText, Text: "a.txt"}}},
 			{Role: model.RoleAssistant, Content: []model.Part{
-				{Type: model.BlockReasoning, Text: "dropped"},
+				{Type: model.BlockReasoning, Text: "a tool turn: sent back too"},
 				{Type: model.BlockText, Text: "Done."},
 			}},
+			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "more"}}},
+			{Role: model.RoleAssistant, Content: []model.Part{
+				{Type: model.BlockToolCall, ID: "call_2", Name: "bash", Arguments: `{"command":"pwd"}`},
+			}},
+			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: "/w"}}},
 			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "again"}}},
 		},
 		Tools: []model.Tool{
@@ -300,12 +310,19 @@ func TestRequestBody(t *testing.T) {
 		"max_tokens":       float64(1000),
 		"messages": []any{
 			map[string]any{"role": "system", "content": "You are a test."},
+			map[string]any{"role": "user", "content": "hi"},
+			map[string]any{"role": "assistant", "content": "Hello."},
 			map[string]any{"role": "user", "content": "first\n\nsecond"},
 			map[string]any{"role": "assistant", "content": "Running.", "reasoning_content": "I should run ls.",
 				"tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
 					"function": map[string]any{"name": "bash", "arguments": `{"command":"ls"}`}}}},
 			map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
-			map[string]any{"role": "assistant", "content": "Done."},
+			map[string]any{"role": "assistant", "content": "Done.", "reasoning_content": "a tool turn: sent back too"},
+			map[string]any{"role": "user", "content": "more"},
+			map[string]any{"role": "assistant", "content": "", "reasoning_content": "",
+				"tool_calls": []any{map[string]any{"id": "call_2", "type": "function",
+					"function": map[string]any{"name": "bash", "arguments": `{"command":"pwd"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "/w"},
 			map[string]any{"role": "user", "content": "again"},
 		},
 		"tools": []any{

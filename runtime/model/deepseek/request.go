@@ -65,10 +65,9 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 //
 // The system prompt becomes the first message. User and tool messages
 // carry their text parts joined by a blank line. An assistant message
-// carries its text parts concatenated, its tool calls, and — when it made
-// tool calls — its reasoning as reasoning_content, which thinking mode
-// requires back after tool calls (reasoning of other messages is dropped:
-// the API ignores it).
+// carries its text parts concatenated, its tool calls, and its reasoning
+// as reasoning_content when keepToolTurnReasoning says thinking mode needs
+// it back.
 func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 	body := chatRequest{
 		Model:           req.Model,
@@ -97,6 +96,7 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 		}
 		body.Messages = append(body.Messages, cm)
 	}
+	keepToolTurnReasoning(body.Messages)
 	for i, t := range req.Tools {
 		if t.Name == "" {
 			return nil, fmt.Errorf("tool %d has no name", i)
@@ -162,11 +162,43 @@ func encodeMessage(m model.Message) (chatMessage, error) {
 			}
 		}
 		cm.Content = text.String()
-		if len(cm.ToolCalls) > 0 && hasReasoning {
+		if hasReasoning {
 			r := reasoning.String()
 			cm.ReasoningContent = &r
 		}
 		return cm, nil
 	}
 	return chatMessage{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// keepToolTurnReasoning applies DeepSeek's thinking-mode rule: within a
+// user turn in which the model called tools, every assistant message
+// carries its reasoning_content back — the final answer too, and an empty
+// one where the model gave none. Outside such turns earlier reasoning is
+// dropped: the API ignores it, and it only costs tokens.
+func keepToolTurnReasoning(msgs []chatMessage) {
+	start := 0
+	for i := 0; i <= len(msgs); i++ {
+		if i < len(msgs) && msgs[i].Role != "user" {
+			continue
+		}
+		seg := msgs[start:i]
+		tools := false
+		for _, m := range seg {
+			tools = tools || m.Role == "assistant" && len(m.ToolCalls) > 0
+		}
+		for j := range seg {
+			if seg[j].Role != "assistant" {
+				continue
+			}
+			switch {
+			case !tools:
+				seg[j].ReasoningContent = nil
+			case seg[j].ReasoningContent == nil:
+				empty := ""
+				seg[j].ReasoningContent = &empty
+			}
+		}
+		start = i + 1
+	}
 }
