@@ -404,13 +404,14 @@ func (a *Agent) generate(ctx context.Context, req *model.Request, onChunk func(m
 		}
 	}()
 	err = a.provider.Generate(ctx, req, func(c model.Chunk) error {
-		if err := acc.Add(c); err != nil {
-			return err
-		}
+		// Record first: a chunk that breaks the stream's rules is part of
+		// what the model sent, and the session keeps every chunk.
 		if onChunk != nil {
-			return onChunk(c)
+			if err := onChunk(c); err != nil {
+				return err
+			}
 		}
-		return nil
+		return acc.Add(c)
 	})
 	if err == nil {
 		err = acc.Complete()

@@ -299,8 +299,8 @@ func TestMalformedStreamEndsTurnError(t *testing.T) {
 	if res.End.Kind != session.EndError || !errors.Is(res.Err, model.ErrMalformedStream) {
 		t.Fatalf("malformed: %+v", res)
 	}
-	if n := len(ofType[session.AssistantChunk](t, f.sess.Events())); n != 1 {
-		t.Fatalf("%d chunks recorded, want only the valid one", n)
+	if n := len(ofType[session.AssistantChunk](t, f.sess.Events())); n != 2 {
+		t.Fatalf("%d chunks recorded, want both: the session keeps what the model sent, the bad chunk included", n)
 	}
 	res = f.prompt(t, "two")
 	if res.End.Kind != session.EndError || !errors.Is(res.Err, model.ErrStreamCut) {
