@@ -195,7 +195,10 @@ func (e *env) childRun(spec childSpec, gomaxprocs int) childResult {
 	spec.Attacker = guestWasm(e.t, "attacker")
 	b, err := json.Marshal(spec)
 	must(e.t, err)
-	ctx, cancel := context.WithTimeout(e.ctx, 8*time.Second)
+	// Generous: the child compiles and starts a Go guest, under -race on a
+	// loaded 2-core machine. A host that cannot stop its guest never
+	// finishes, however long it is given.
+	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
