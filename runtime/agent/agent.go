@@ -122,7 +122,11 @@ type Agent struct {
 	mu     sync.Mutex
 	queue  []session.UserMessage
 	cancel context.CancelCauseFunc // of the running turn, nil between turns
-	closed bool
+	// starting: a Prompt holds the turn but has not started it yet; a
+	// Cancel then is kept in pendingCancel and applied when it starts.
+	starting      bool
+	pendingCancel *cancelCause
+	closed        bool
 }
 
 // New returns an agent on opts.Session and emits agent/start. Turns
@@ -245,7 +249,13 @@ func (a *Agent) Prompt(ctx context.Context, text string) (TurnResult, error) {
 		return TurnResult{}, fmt.Errorf("agent %s: %w", a.facts.ID, ErrTurnRunning)
 	}
 	defer a.turnMu.Unlock()
+	a.mu.Lock()
+	a.starting = true
+	a.mu.Unlock()
 	if err := a.Enqueue(session.UserMessage{Content: session.TextContent(text)}); err != nil {
+		a.mu.Lock()
+		a.starting, a.pendingCancel = false, nil
+		a.mu.Unlock()
 		return TurnResult{}, err
 	}
 	return a.runTurnLocked(ctx)
@@ -257,6 +267,11 @@ func (a *Agent) Prompt(ctx context.Context, text string) (TurnResult, error) {
 func (a *Agent) Cancel(reason string) bool {
 	a.mu.Lock()
 	cancel := a.cancel
+	if cancel == nil && a.starting {
+		a.pendingCancel = &cancelCause{reason: reason}
+		a.mu.Unlock()
+		return true
+	}
 	a.mu.Unlock()
 	if cancel == nil {
 		return false
@@ -338,6 +353,8 @@ func (a *Agent) RunTurn(ctx context.Context) (TurnResult, error) {
 // runTurnLocked is RunTurn with turnMu held.
 func (a *Agent) runTurnLocked(ctx context.Context) (TurnResult, error) {
 	a.mu.Lock()
+	pending := a.pendingCancel
+	a.starting, a.pendingCancel = false, nil
 	if a.closed {
 		a.mu.Unlock()
 		return TurnResult{}, fmt.Errorf("agent %s: run turn: %w", a.facts.ID, ErrClosed)
@@ -350,6 +367,9 @@ func (a *Agent) runTurnLocked(ctx context.Context) (TurnResult, error) {
 	}
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	a.cancel = cancel
+	if pending != nil {
+		cancel(pending)
+	}
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()

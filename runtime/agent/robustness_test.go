@@ -88,3 +88,25 @@ func TestCancelDuringLastStreamAborts(t *testing.T) {
 }
 
 var _ = os.Getenv
+
+// A Cancel that lands while Prompt holds the turn but has not started it
+// is kept, and the turn it was meant for ends aborted.
+func TestCancelBeforeTheTurnStarts(t *testing.T) {
+	f := newFixture(t, Options{Provider: scripted(t, step(1, 1, textAnswer("never")), step(2, 1, textAnswer("ok")))})
+	f.Agent.mu.Lock()
+	f.Agent.starting = true
+	f.Agent.mu.Unlock()
+	if !f.Cancel("early") {
+		t.Fatal("Cancel during a starting turn reported nothing to cancel")
+	}
+	if err := f.Enqueue(session.UserMessage{Content: session.TextContent("one")}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.RunTurn(context.Background())
+	if err != nil || res.End.Kind != session.EndAborted {
+		t.Fatalf("turn = %+v, %v; want aborted", res, err)
+	}
+	if res := f.prompt(t, "two"); res.End.Kind != session.EndCompleted {
+		t.Fatalf("the next turn = %+v", res)
+	}
+}
