@@ -182,7 +182,10 @@ func (in *instance) checkVersion(ctx context.Context) error {
 	return nil
 }
 
-func (in *instance) isClosed() bool { return in.closed.Load() }
+// isClosed reports whether the instance can no longer be called: closed
+// by the host, or — in the WithCloseOnContextDone fallback, when a budget
+// expired just as a call returned — closed by wazero.
+func (in *instance) isClosed() bool { return in.closed.Load() || in.mod.IsClosed() }
 
 // close closes the module. It waits for a call in progress to end.
 func (in *instance) close(ctx context.Context) {

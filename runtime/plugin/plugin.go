@@ -376,7 +376,8 @@ func (p *Plugin) instanceFor(ctx context.Context, facts *prompt.AgentFacts) (*in
 		if !s.inst.isClosed() {
 			return s.inst, nil
 		}
-		// A discarded instance: replace it.
+		// A discarded instance: release it (idempotent) and replace it.
+		s.inst.close(ctx)
 		p.mu.Lock()
 		if p.agents[facts.ID] == s {
 			delete(p.agents, facts.ID)
@@ -412,6 +413,9 @@ func (p *Plugin) loadInstance(ctx context.Context) (*instance, error) {
 	}
 	if load != nil && !load.isClosed() {
 		return load, nil
+	}
+	if load != nil {
+		load.close(ctx) // idempotent: releases what wazero's close left
 	}
 	if initing {
 		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: errors.New("the load-time instance is still initialising")}
