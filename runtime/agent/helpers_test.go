@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -256,32 +256,10 @@ func ofType[T session.Payload](t testing.TB, evs []session.Event) []T {
 
 // --- plugin host ---
 
-var (
-	cacheOnce sync.Once
-	testCache *plugin.Cache
-	cacheErr  error
-)
-
-// sharedCache is one on-disk compilation cache for the package's tests.
-func sharedCache(t testing.TB) *plugin.Cache {
-	cacheOnce.Do(func() {
-		dir, err := guestbuild.CacheDir()
-		if err != nil {
-			cacheErr = err
-			return
-		}
-		testCache, cacheErr = plugin.NewCache(filepath.Join(dir, "wazero"))
-	})
-	if cacheErr != nil {
-		t.Fatal(cacheErr)
-	}
-	return testCache
-}
-
 // newHost returns a plugin host on reg and bus.
 func newHost(t testing.TB, reg *prompt.Registry, bus *events.Bus) *plugin.Host {
 	t.Helper()
-	h, err := plugin.New(plugin.Options{Registry: reg, Bus: bus, Cache: sharedCache(t), Logger: discard})
+	h, err := plugin.New(plugin.Options{Registry: reg, Bus: bus, Cache: plugintest.SharedCache(t), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
@@ -30,7 +31,7 @@ func TestPluginStateSurvivesResume(t *testing.T) {
 		reg := newRegistry(t, testPersona)
 		bus := events.New(discard)
 		state := NewPluginState()
-		host, err := plugin.New(plugin.Options{Registry: reg, Bus: bus, Cache: sharedCache(t), Logger: discard, State: state})
+		host, err := plugin.New(plugin.Options{Registry: reg, Bus: bus, Cache: plugintest.SharedCache(t), Logger: discard, State: state})
 		if err != nil {
 			t.Fatal(err)
 		}

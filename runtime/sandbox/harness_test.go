@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -35,30 +36,6 @@ const (
 	helloText  = "hello from the workspace"
 	roText     = "read-only content"
 )
-
-var (
-	cacheOnce sync.Once
-	testCache *plugin.Cache
-	cacheErr  error
-)
-
-// sharedCache is one on-disk compilation cache for the whole suite (and
-// shared with runtime/plugin's tests), so each guest compiles once per
-// machine.
-func sharedCache(t testing.TB) *plugin.Cache {
-	cacheOnce.Do(func() {
-		dir, err := guestbuild.CacheDir()
-		if err != nil {
-			cacheErr = err
-			return
-		}
-		testCache, cacheErr = plugin.NewCache(filepath.Join(dir, "wazero"))
-	})
-	if cacheErr != nil {
-		t.Fatal(cacheErr)
-	}
-	return testCache
-}
 
 // guestWasm builds testdata/hostile/<name> (once per process, under
 // guestbuild's lock, cached on disk) and returns the module's path.
@@ -223,7 +200,7 @@ func newEnv(t *testing.T) *env {
 	e.watched = map[string]map[string]fileState{e.outside: snapshot(t, e.outside), e.ro: snapshot(t, e.ro)}
 
 	logger := slog.New(captureHandler{c: e.logs})
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Cache: sharedCache(t), Logger: logger})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Cache: plugintest.SharedCache(t), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,38 @@
+// Package plugintest holds test helpers for packages that run plugins
+// through runtime/plugin. (runtime/plugin's own tests cannot import it:
+// it imports runtime/plugin.)
+package plugintest
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+)
+
+var (
+	once  sync.Once
+	cache *plugin.Cache
+	err   error
+)
+
+// SharedCache is one on-disk compilation cache for every test in the
+// process, in the directory runtime/plugin's tests use too, so each guest
+// compiles once per machine.
+func SharedCache(t testing.TB) *plugin.Cache {
+	t.Helper()
+	once.Do(func() {
+		dir, e := guestbuild.CacheDir()
+		if e != nil {
+			err = e
+			return
+		}
+		cache, err = plugin.NewCache(filepath.Join(dir, "wazero"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cache
+}
