@@ -1,12 +1,14 @@
-// Package guestbuild compiles Go plugin sources to wasip1 modules for
-// tests. A build runs once per process per source directory, under a lock,
-// and its output is cached on disk keyed by the sources, go.sum and the Go
-// version, so a warm test run compiles nothing.
+// Package guestbuild compiles plugin sources to Wasm modules for tests: Go
+// (a wasip1 c-shared build) or, for a directory holding .c files,
+// freestanding C with clang. A build runs once per process per source
+// directory, under a lock, and its output is cached on disk keyed by the
+// sources, go.sum and the Go version, so a warm test run compiles nothing.
 package guestbuild
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -72,8 +74,13 @@ func Build(dir string) (string, error) {
 	}
 	tmp := out + fmt.Sprintf(".%d.tmp", os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", tmp, "./"+filepath.ToSlash(dir))
-	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if srcs, _ := filepath.Glob(filepath.Join(root, dir, "*.c")); len(srcs) > 0 {
+		if cmd, err = clangCommand(tmp, srcs); err != nil {
+			return "", err
+		}
+	}
+	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("guestbuild: build %s: %v\n%s", dir, err, b)
@@ -83,6 +90,24 @@ func Build(dir string) (string, error) {
 	}
 	built[dir] = out
 	return out, nil
+}
+
+// ErrNoClang: a C guest cannot be built because clang or wasm-ld is not
+// installed (Debian: apt-get install clang lld).
+var ErrNoClang = errors.New("guestbuild: clang and wasm-ld are needed to build C guests (apt-get install clang lld)")
+
+// clangCommand builds freestanding C sources (no libc, no WASI) into a
+// module exporting what its sources mark with export_name.
+func clangCommand(out string, srcs []string) (*exec.Cmd, error) {
+	clang, err := exec.LookPath("clang")
+	if err == nil {
+		_, err = exec.LookPath("wasm-ld")
+	}
+	if err != nil {
+		return nil, ErrNoClang
+	}
+	args := []string{"--target=wasm32", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding", "-nostdlib", "-Wl,--no-entry", "-o", out}
+	return exec.Command(clang, append(args, srcs...)...), nil
 }
 
 // CacheDir is where built guests and the tests' compilation cache live:

@@ -22,13 +22,18 @@ import (
 
 // The benchmarks compare one tool call along three paths, in one run:
 //
-//   - dsh: Host.CallTool on testkit's "echo" (decode 1 KiB of JSON
+//   - dsh: Host.CallTool on testkit's echo (decode 1 KiB of JSON
 //     arguments, call the log host function once, return 1 KiB), in one
-//     agent's warm instance; and on "counter", which takes no arguments and
-//     calls no host function, to separate the host's per-call cost from the
-//     guest's JSON work;
-//   - extism: the same echo through extism go-sdk's Plugin.Call on a go-pdk
-//     guest (testdata/guests/bench-pdk);
+//     agent's warm instance, under a cancellable context as an agent's turn
+//     has: "echo-1KiB" is the tool written on the SDK's fast path
+//     (ToolArgs: package jsonobj, no reflection, no allocation),
+//     "echo-1KiB-encoding-json" the same tool with json.Unmarshal,
+//     "echo-1KiB-c" the same tool in freestanding C (testdata/guests/bench-c),
+//     whose own work is a few hundred nanoseconds; and
+//     "counter", which takes no arguments and calls no host function, to
+//     separate the host's per-call cost from the guest's JSON work;
+//   - extism: the same echo, with each of the two decoders, through extism
+//     go-sdk's Plugin.Call on a go-pdk guest (testdata/guests/bench-pdk);
 //   - wazero-raw: a bare call of a cached api.Function (testkit's
 //     dsh_abi_version), without and with 1 KiB written to and read back from
 //     guest memory around it.
@@ -83,7 +88,7 @@ func benchHost(b *testing.B, asked *atomic.Int64, fallback bool) (*Host, *Plugin
 	}
 	b.Cleanup(func() { h.Close(context.Background()) })
 	p, err := h.Load(context.Background(), Spec{Name: "kit", Source: testkit(b), noInterrupt: fallback,
-		Config: cfg(b, map[string]any{"tools": []string{"echo", "counter"}})})
+		Config: cfg(b, map[string]any{"tools": []string{"echo", "echo_args", "counter"}})})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,23 +149,64 @@ func BenchmarkToolCall(b *testing.B) {
 		if fallback {
 			suffix = "-closeondone"
 		}
-		b.Run("dsh/echo-1KiB"+suffix, func(b *testing.B) {
+		// echo-1KiB reads its argument through the SDK's fast path
+		// (ToolArgs); echo-1KiB-encoding-json is the same tool written
+		// with json.Unmarshal into a struct.
+		for _, v := range []struct{ name, tool string }{{"echo-1KiB", "echo_args"}, {"echo-1KiB-encoding-json", "echo"}} {
+			b.Run("dsh/"+v.name+suffix, func(b *testing.B) {
+				var asked atomic.Int64
+				h, _ := benchHost(b, &asked, fallback)
+				facts := agent("bench", "m")
+				ctx, cancel := context.WithCancel(ctx) // as an agent's turn has
+				defer cancel()
+				call := func() error {
+					r, err := h.CallTool(ctx, facts, v.tool, args)
+					if err != nil {
+						return err
+					}
+					if r.IsError || len(r.Text) != len(benchText) {
+						return fmt.Errorf("%s returned %d bytes (error %v)", v.tool, len(r.Text), r.IsError)
+					}
+					return nil
+				}
+				r, err := h.CallTool(ctx, facts, v.tool, args) // creates the agent's instance
+				if err != nil || r.Text != benchText {
+					b.Fatalf("%s: %+v, %v", v.tool, r, err)
+				}
+				before := asked.Load()
+				loop(b, call)
+				checkAsked(b, &asked, before)
+				reportLatency(b, call)
+			})
+		}
+
+		// echo-1KiB-c is the same tool in freestanding C: the host's path
+		// with a guest whose own work is small.
+		b.Run("dsh/echo-1KiB-c"+suffix, func(b *testing.B) {
 			var asked atomic.Int64
-			h, _ := benchHost(b, &asked, fallback)
+			h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(b), Logger: slog.New(countingDiscard{&asked})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close(context.Background())
+			if _, err := h.Load(ctx, Spec{Name: "c", Source: cGuest(b), noInterrupt: fallback}); err != nil {
+				b.Fatal(err)
+			}
 			facts := agent("bench", "m")
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			call := func() error {
-				r, err := h.CallTool(ctx, facts, "echo", args)
+				r, err := h.CallTool(ctx, facts, "echo_c", args)
 				if err != nil {
 					return err
 				}
 				if r.IsError || len(r.Text) != len(benchText) {
-					return fmt.Errorf("echo returned %d bytes (error %v)", len(r.Text), r.IsError)
+					return fmt.Errorf("echo_c returned %q (error %v)", r.Text, r.IsError)
 				}
 				return nil
 			}
-			r, err := h.CallTool(ctx, facts, "echo", args) // creates the agent's instance
-			if err != nil || r.Text != benchText {
-				b.Fatalf("echo: %+v, %v", r, err)
+			if err := call(); err != nil {
+				b.Fatal(err)
 			}
 			before := asked.Load()
 			loop(b, call)
@@ -192,35 +238,40 @@ func BenchmarkToolCall(b *testing.B) {
 		})
 	}
 
+	// bench-pdk's "echo" reads its argument with package jsonobj, the
+	// decoder under dsh's fast path; "echo_json" uses encoding/json. The
+	// -timeout variants set Manifest.Timeout.
 	for _, timeout := range []bool{false, true} {
-		name := "extism/echo-1KiB"
-		if timeout {
-			name += "-timeout"
+		for _, v := range []struct{ name, export string }{{"echo-1KiB", "echo"}, {"echo-1KiB-encoding-json", "echo_json"}} {
+			name := "extism/" + v.name
+			if timeout {
+				name += "-timeout"
+			}
+			b.Run(name, func(b *testing.B) {
+				plug, asked, hostErrs := extismEcho(b, timeout)
+				call := func() error {
+					rc, out, err := plug.Call(v.export, args)
+					if err != nil || rc != 0 {
+						return fmt.Errorf("extism %s: rc %d: %w", v.export, rc, err)
+					}
+					if len(out) != len(benchText) {
+						return fmt.Errorf("extism %s returned %d bytes", v.export, len(out))
+					}
+					return nil
+				}
+				rc, out, err := plug.Call(v.export, args) // runs the guest's _initialize
+				if err != nil || rc != 0 || string(out) != benchText {
+					b.Fatalf("extism %s: rc %d, %d bytes, %v", v.export, rc, len(out), err)
+				}
+				before := asked.Load()
+				loop(b, call)
+				checkAsked(b, asked, before)
+				if n := hostErrs.Load(); n > 0 {
+					b.Fatalf("the extism log host function failed %d times", n)
+				}
+				reportLatency(b, call)
+			})
 		}
-		b.Run(name, func(b *testing.B) {
-			plug, asked, hostErrs := extismEcho(b, timeout)
-			call := func() error {
-				rc, out, err := plug.Call("echo", args)
-				if err != nil || rc != 0 {
-					return fmt.Errorf("extism echo: rc %d: %w", rc, err)
-				}
-				if len(out) != len(benchText) {
-					return fmt.Errorf("extism echo returned %d bytes", len(out))
-				}
-				return nil
-			}
-			rc, out, err := plug.Call("echo", args) // runs the guest's _initialize
-			if err != nil || rc != 0 || string(out) != benchText {
-				b.Fatalf("extism echo: rc %d, %d bytes, %v", rc, len(out), err)
-			}
-			before := asked.Load()
-			loop(b, call)
-			checkAsked(b, asked, before)
-			if n := hostErrs.Load(); n > 0 {
-				b.Fatalf("the extism log host function failed %d times", n)
-			}
-			reportLatency(b, call)
-		})
 	}
 
 	for _, fallback := range []bool{false, true} {

@@ -3,7 +3,9 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -65,4 +67,19 @@ func cfg(t testing.TB, v any) json.RawMessage {
 
 func agent(id, model string) *prompt.AgentFacts {
 	return &prompt.AgentFacts{ID: id, Session: "s-" + id, Model: model}
+}
+
+// cGuest builds testdata/guests/bench-c. Without clang it skips, except
+// under CI (CI=true), where .ci/run installs clang and a skip would hide a
+// broken setup.
+func cGuest(t testing.TB) string {
+	t.Helper()
+	p, err := guestbuild.Build("testdata/guests/bench-c")
+	if errors.Is(err, guestbuild.ErrNoClang) && os.Getenv("CI") != "true" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -119,6 +119,8 @@ type Host struct {
 	ownCache bool
 	state    StateStore
 
+	wd *watchdog // enforces the compute budgets of calls in progress
+
 	mu      sync.RWMutex
 	plugins map[string]*Plugin
 	closed  bool
@@ -133,7 +135,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, plugins: map[string]*Plugin{}}
+		cache: opts.Cache, state: opts.State, plugins: map[string]*Plugin{}, wd: newWatchdog()}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}
@@ -320,6 +322,7 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	h.wd.stop()
 	if h.ownCache {
 		errs = append(errs, h.cache.Close(ctx))
 	}

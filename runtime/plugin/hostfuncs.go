@@ -12,11 +12,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/tetratelabs/wazero/api"
 )
 
 // hostImpl implements one host function: it gets the validated request
 // bytes and returns a response payload, or an error status and message.
+// req is a view of guest memory, valid only until the function returns:
+// an implementation that keeps any of it copies it (decode does).
 type hostImpl func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string)
 
 var i32x4 = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}
@@ -76,8 +79,8 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 		}
 		cs := in.cur
 		in.pending = nil // a payload not taken is gone at the next host call
-		cs.budget.pause()
-		defer cs.budget.resume()
+		cs.guard.pause()
+		defer cs.guard.resume()
 		inPtr, inLen := uint32(stack[0]), uint32(stack[1])
 		outPtr, outCap := uint32(stack[2]), uint32(stack[3])
 		st, payload := in.serve(f, impl, cs, inPtr, inLen, outPtr, outCap)
@@ -112,7 +115,7 @@ func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, i
 	if f.Phase == hostfns.LoadInstance && (!in.loadTime || cs.setup) {
 		return hostfns.ErrDenied, []byte(f.Name + ": only the load-time instance may do this (dsh_init, or an event that belongs to no agent); this call is in a per-agent instance or dsh_setup")
 	}
-	resp, st, msg := impl(in, cs, slices.Clone(req))
+	resp, st, msg := impl(in, cs, req)
 	if st != hostfns.StatusOK {
 		return st, []byte(f.Name + ": " + msg)
 	}
@@ -172,13 +175,26 @@ func decode(req []byte, v any) (hostfns.Status, string) {
 	return hostfns.StatusOK, ""
 }
 
+// hostLog is on the hot path of many tools, so it reads its request with
+// package jsonobj, as strictly as decode but without reflection.
 func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.LogRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
+	r := &in.req
+	if err := r.Parse(req); err != nil {
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("bad request: %v", err)
+	}
+	if err := r.Only("level", "message"); err != nil {
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("bad request: %v", err)
 	}
 	level := slog.LevelInfo
-	switch r.Level {
+	var lv []byte
+	if v, ok := r.Lookup("level"); ok && v.Kind() != jsonobj.Null {
+		var err error
+		if lv, err = v.AppendText(in.scratch[:0]); err != nil {
+			return nil, hostfns.ErrBadJSON, fmt.Sprintf("bad request: level: %v", err)
+		}
+		in.scratch = lv
+	}
+	switch string(lv) {
 	case "debug":
 		level = slog.LevelDebug
 	case "info", "":
@@ -187,13 +203,22 @@ func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, s
 	case "error":
 		level = slog.LevelError
 	default:
-		return nil, hostfns.ErrBadJSON, fmt.Sprintf("unknown level %q (want debug, info, warn or error)", r.Level)
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("unknown level %q (want debug, info, warn or error)", lv)
 	}
+	mv, ok := r.Lookup("message")
+	if ok && mv.Kind() != jsonobj.Null && mv.Kind() != jsonobj.String {
+		_, err := mv.Text()
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("bad request: message: %v", err)
+	}
+	if !in.p.log.Enabled(cs.ctx, level) {
+		return nil, 0, "" // checked, and not worth decoding
+	}
+	msg, _ := mv.Text() // "" when absent or null
 	const maxLog = 64 << 10
-	if len(r.Message) > maxLog {
-		r.Message = r.Message[:maxLog] + "…(truncated)"
+	if len(msg) > maxLog {
+		msg = msg[:maxLog] + "…(truncated)"
 	}
-	in.p.log.Log(cs.ctx, level, r.Message)
+	in.p.log.Log(cs.ctx, level, msg)
 	return nil, 0, ""
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
@@ -38,10 +39,13 @@ type instance struct {
 	stack  []uint64
 	// Valid while a call is in progress (mu held).
 	cur     *callState
-	pending []byte // an oversized host-function result awaiting take
+	pending []byte      // an oversized host-function result awaiting take
+	req     jsonobj.Obj // host functions' parsed request, reused
+	scratch []byte
 
 	ctxJSON atomic.Pointer[ctxCache]
 	sleep   *sleeper
+	guard   *guard // watches each call's budget; re-armed per call
 
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
@@ -51,7 +55,7 @@ type instance struct {
 // callState is what host functions know about the call in progress.
 type callState struct {
 	ctx    context.Context // the caller's context, carrying the agent
-	budget *budget
+	guard  *guard
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
@@ -130,17 +134,17 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		}
 		in.flag = g
 	}
+	in.guard = newGuard(p.h.wd, in.flag, sl)
 	for name := range p.exports {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		callCtx, g := watch(ctx, in.flag, in.sleep, p.limits.InitTimeout)
-		_, err = f.Call(callCtx)
-		g.stop()
+		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+		in.guard.disarm()
 		if err != nil {
 			in.close(ctx)
-			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: g.why(err)}
+			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: in.guard.why(err)}
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
@@ -169,11 +173,10 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
-	callCtx, g := watch(ctx, in.flag, in.sleep, in.p.limits.InitTimeout)
-	r, err := in.fns[hostfns.ExportABIVersion].Call(callCtx)
-	g.stop()
+	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout))
+	in.guard.disarm()
 	if err != nil {
-		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: g.why(err)}
+		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.why(err)}
 	}
 	if v := int32(r[0]); v != hostfns.ABIVersion {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion,
@@ -204,6 +207,9 @@ func (in *instance) closeLocked(ctx context.Context) {
 	if in.jail != nil {
 		in.jail.Close()
 	}
+	if in.guard != nil {
+		in.guard.release()
+	}
 }
 
 // invoke calls export with the input frame made of parts joined by NUL,
@@ -223,11 +229,12 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
 	}
-	callCtx, g := watch(ctx, in.flag, in.sleep, timeout)
-	defer g.stop()
+	g := in.guard
+	callCtx := g.arm(ctx, timeout)
+	defer g.disarm()
 	cs.ctx = ctx
 	cs.export = export
-	cs.budget = g.budget
+	cs.guard = g
 	in.cur = cs
 	in.pending = nil
 	defer func() { in.cur, in.pending = nil, nil }()

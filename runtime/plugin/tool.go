@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -37,9 +39,19 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 	}
 	switch st {
 	case hostfns.OutOK, hostfns.OutError:
-		return ToolResult{Text: strings.ToValidUTF8(string(out), "\uFFFD"), IsError: st == hostfns.OutError}, nil
+		return ToolResult{Text: validText(out), IsError: st == hostfns.OutError}, nil
 	}
 	return ToolResult{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: fmt.Errorf("%w: status %d is not valid for a tool", ErrBadOutput, st)}
+}
+
+// validText turns a guest's output, a fresh copy nobody else holds, into
+// text for the model: as it is, without another copy, when it is valid
+// UTF-8, and with each invalid sequence replaced by U+FFFD otherwise.
+func validText(out []byte) string {
+	if utf8.Valid(out) {
+		return unsafe.String(unsafe.SliceData(out), len(out))
+	}
+	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
 func (h *Host) toolOwner(name string) *Plugin {

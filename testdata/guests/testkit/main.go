@@ -153,12 +153,16 @@ func init() {
 			}
 		}
 		for _, t := range c.Tools {
-			fn := tools[t]
-			if fn == nil {
-				return fmt.Errorf("testkit: unknown tool %q", t)
+			desc := guest.Tool{Name: t, Description: "testkit tool " + t, Parameters: json.RawMessage(`{"type":"object"}`)}
+			var err error
+			if fn := tools[t]; fn != nil {
+				err = p.Tool(desc, fn)
+			} else if fn := argsTools[t]; fn != nil {
+				err = p.ToolArgs(desc, fn)
+			} else {
+				err = fmt.Errorf("testkit: unknown tool %q", t)
 			}
-			if err := p.Tool(guest.Tool{Name: t, Description: "testkit tool " + t,
-				Parameters: json.RawMessage(`{"type":"object"}`)}, fn); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -231,6 +235,48 @@ func waterfall(event, model string, payload []byte) ([]byte, error) {
 	}
 	vars["model"] = map[string]any{"text": model, "ok": true}
 	return json.Marshal(a)
+}
+
+// argsTools are tools on the SDK's parsed-arguments fast path.
+var argsTools = map[string]guest.ArgsToolFunc{
+	// echo_args is echo without reflection or allocation.
+	"echo_args": func(_ guest.Context, args *guest.Args, out *guest.Result) error {
+		text, err := args.Bytes("text")
+		if err != nil {
+			return fmt.Errorf("echo: %w", err)
+		}
+		guest.Log("debug", "echo")
+		out.Write(text)
+		return nil
+	},
+	// args_probe reports what the SDK's accessors make of each argument.
+	"args_probe": func(_ guest.Context, args *guest.Args, out *guest.Result) error {
+		for _, name := range []string{"s", "n", "f", "b", "missing"} {
+			var v any
+			var err error
+			switch name {
+			case "s", "missing":
+				var b []byte
+				b, err = args.Bytes(name)
+				v = string(b)
+			case "n":
+				v, err = args.Int(name)
+			case "f":
+				v, err = args.Float(name)
+			case "b":
+				v, err = args.Bool(name)
+			}
+			if err != nil {
+				fmt.Fprintf(out, "%s: error: %v\n", name, err)
+			} else {
+				fmt.Fprintf(out, "%s: %v\n", name, v)
+			}
+		}
+		if strings.Contains(string(args.Raw()), "fail") {
+			return errors.New("args_probe failed on purpose")
+		}
+		return nil
+	},
 }
 
 var tools = map[string]guest.ToolFunc{
