@@ -28,7 +28,11 @@
 //
 // Every export call runs under the plugin's call timeout (init under its
 // init timeout). The budget counts guest compute only: it pauses while the
-// guest is blocked in a host call, whose own timeouts govern it. When the
-// budget runs out, wazero closes the module (WithCloseOnContextDone) and
-// the call fails with ErrComputeBudget.
+// guest is blocked in a host call, whose own timeouts govern it. A
+// watchdog goroutine per host (running only while calls happen) checks
+// the calls in progress every few milliseconds; when a budget runs out or
+// the caller's context ends, it sets the module's interrupt flag, the
+// guest traps at its next check, and the call fails with ErrComputeBudget
+// or "call cancelled". Modules that could not be instrumented are closed
+// by wazero instead (WithCloseOnContextDone).
 package plugin
