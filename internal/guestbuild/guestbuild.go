@@ -76,7 +76,7 @@ func Build(dir string) (string, error) {
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", tmp, "./"+filepath.ToSlash(dir))
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if srcs, _ := filepath.Glob(filepath.Join(root, dir, "*.c")); len(srcs) > 0 {
-		if cmd, err = clangCommand(tmp, srcs); err != nil {
+		if cmd, err = clangCommand(tmp, srcs, true); err != nil {
 			return "", err
 		}
 	}
@@ -98,7 +98,8 @@ var ErrNoClang = errors.New("guestbuild: clang and wasm-ld are needed to build C
 
 // clangCommand builds freestanding C sources (no libc, no WASI) into a
 // module exporting what its sources mark with export_name.
-func clangCommand(out string, srcs []string) (*exec.Cmd, error) {
+// strict adds -Wall -Wextra -Werror, for our own sources.
+func clangCommand(out string, srcs []string, strict bool) (*exec.Cmd, error) {
 	clang, err := exec.LookPath("clang")
 	if err == nil {
 		_, err = exec.LookPath("wasm-ld")
@@ -106,8 +107,25 @@ func clangCommand(out string, srcs []string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, ErrNoClang
 	}
-	args := []string{"--target=wasm32", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding", "-nostdlib", "-Wl,--no-entry", "-o", out}
+	// The flags of docs/ABI.md's C example.
+	args := []string{"--target=wasm32", "-O2", "-ffreestanding", "-nostdlib", "-Wl,--no-entry", "-o", out}
+	if strict {
+		args = append(args, "-Wall", "-Wextra", "-Werror")
+	}
 	return exec.Command(clang, append(args, srcs...)...), nil
+}
+
+// CompileC builds freestanding C sources into the module out, uncached,
+// with exactly the flags docs/ABI.md gives.
+func CompileC(out string, srcs ...string) error {
+	cmd, err := clangCommand(out, srcs, false)
+	if err != nil {
+		return err
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("guestbuild: clang: %v\n%s", err, b)
+	}
+	return nil
 }
 
 // CacheDir is where built guests and the tests' compilation cache live:
