@@ -1,17 +1,16 @@
 package agent
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/crashtest"
 )
 
 const (
@@ -21,7 +20,7 @@ const (
 
 // TestCrashHelper is the process TestCrashMidTurn kills: it runs two
 // turns, then a third whose model stream hangs after its first text, and
-// says "ready" once that text is recorded. It does nothing in a normal
+// calls crashtest.Ready once that text is recorded. It does nothing in a normal
 // run.
 func TestCrashHelper(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
@@ -46,7 +45,7 @@ func TestCrashHelper(t *testing.T) {
 		Bus: events.New(discard), Tools: echoTools(), Logger: discard,
 		OnEvent: func(e session.Event) {
 			if e.Type == session.TypeAssistantChunk && strings.Contains(string(e.Data), `"partial"`) {
-				os.Stdout.WriteString("\nready\n")
+				crashtest.Ready()
 			}
 		}})
 	if err != nil {
@@ -68,42 +67,7 @@ func TestCrashMidTurn(t *testing.T) {
 		t.Skip("starts a subprocess")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "ready" {
-				ready <- true
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			cmd.Wait()
-			t.Fatal("the helper ended without reaching the third turn")
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("the helper did not reach the third turn")
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	crashtest.KillWhenReady(t, "TestCrashHelper", crashDirEnv+"="+dir)
 
 	store := session.NewStore(dir)
 	sess, err := store.Open(crashID)

@@ -1,13 +1,13 @@
 package session
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/crashtest"
 )
 
 const (
@@ -50,7 +50,7 @@ func TestCrashHelper(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	os.Stdout.WriteString("\nready\n")
+	crashtest.Ready()
 	time.Sleep(time.Minute) // killed before this ends
 	t.Fatal("not killed")
 }
@@ -63,40 +63,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("starts a subprocess")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "ready" {
-				ready <- true
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("helper exited before it was ready")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("helper not ready after 30s")
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	crashtest.KillWhenReady(t, "TestCrashHelper", crashDirEnv+"="+dir)
 
 	// What the helper wrote, rebuilt in memory the same way.
 	m := newMemLog(t, Header{ID: crashID, Cwd: "/crash"})
