@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/crashtest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-
-	"github.com/dsh-wasm/dsh-wasm/internal/crashtest"
 )
 
 const (
