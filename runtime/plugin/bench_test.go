@@ -77,23 +77,30 @@ func (h countingDiscard) WithAttrs([]slog.Attr) slog.Handler        { return h }
 func (h countingDiscard) WithGroup(string) slog.Handler             { return h }
 
 // benchHost returns a host with testkit loaded as "kit", offering the
-// echo and counter tools, whose logger counts log calls into asked. With
+// echo tools and counter, whose logger counts log calls into asked. With
 // fallback, the module is not instrumented and runs with wazero's
 // WithCloseOnContextDone instead.
 func benchHost(b *testing.B, asked *atomic.Int64, fallback bool) (*Host, *Plugin) {
+	b.Helper()
+	return benchHostWith(b, asked, Spec{Name: "kit", Source: testkit(b), noInterrupt: fallback,
+		Config: cfg(b, map[string]any{"tools": []string{"echo", "echo_args", "counter"}})})
+}
+
+// benchHostWith returns a host with spec loaded, whose logger counts log
+// calls into asked.
+func benchHostWith(b *testing.B, asked *atomic.Int64, spec Spec) (*Host, *Plugin) {
 	b.Helper()
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(b), Logger: slog.New(countingDiscard{asked})})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { h.Close(context.Background()) })
-	p, err := h.Load(context.Background(), Spec{Name: "kit", Source: testkit(b), noInterrupt: fallback,
-		Config: cfg(b, map[string]any{"tools": []string{"echo", "echo_args", "counter"}})})
+	p, err := h.Load(context.Background(), spec)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if p.interruptible == fallback {
-		b.Fatalf("interruptible = %v with fallback = %v", p.interruptible, fallback)
+	if p.interruptible == spec.noInterrupt {
+		b.Fatalf("interruptible = %v with fallback = %v", p.interruptible, spec.noInterrupt)
 	}
 	return h, p
 }
@@ -184,14 +191,7 @@ func BenchmarkToolCall(b *testing.B) {
 		// with a guest whose own work is small.
 		b.Run("dsh/echo-1KiB-c"+suffix, func(b *testing.B) {
 			var asked atomic.Int64
-			h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(b), Logger: slog.New(countingDiscard{&asked})})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close(context.Background())
-			if _, err := h.Load(ctx, Spec{Name: "c", Source: cGuest(b), noInterrupt: fallback}); err != nil {
-				b.Fatal(err)
-			}
+			h, _ := benchHostWith(b, &asked, Spec{Name: "c", Source: cGuest(b), noInterrupt: fallback})
 			facts := agent("bench", "m")
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()

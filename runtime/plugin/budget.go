@@ -14,7 +14,7 @@ import (
 // functions pause it on entry and resume it on return. It is enforced by
 // the host's watchdog, one goroutine that looks at every call in progress
 // each watchdogTick, instead of a timer and a context watcher per call:
-// arming a guard is then a few field writes and a slice append, which is
+// arming a guard is then a few field writes and two atomic adds, which is
 // what keeps a warm tool call near a microsecond (see RATIONALE). The price
 // is precision: a call is stopped up to one tick after its budget ran out
 // or its context ended (a context that has ended before the call stops it
@@ -61,7 +61,8 @@ func (w *watchdog) release(g *guard) {
 
 // armed counts a call in progress and makes sure the loop runs. Either
 // this sees the loop not running and starts it, or the loop, after saying
-// it stops, sees the count and goes on (see run).
+// it stops, sees the count and goes on (see run). A loop that takes itself
+// back after stop still ends at its closed quit channel.
 func (w *watchdog) armed() {
 	w.active.Add(1)
 	w.arms.Add(1)
@@ -96,29 +97,22 @@ func (w *watchdog) run(quit, exited chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if arms := w.arms.Load(); w.active.Load() == 0 && arms == seen {
-			if idle += watchdogTick; idle >= watchdogLinger {
-				w.mu.Lock()
-				w.running.Store(false)
-				w.mu.Unlock()
-				if w.active.Load() == 0 && w.arms.Load() == seen {
-					return
-				}
-				// A call armed while we were leaving: stay, unless a
-				// new loop has started meanwhile or the host stopped us.
-				w.mu.Lock()
-				stay := !w.running.Load() && !w.stopped
-				if stay {
-					w.running.Store(true)
-				}
-				w.mu.Unlock()
-				if !stay {
-					return
-				}
-			}
-			continue
-		} else {
+		if arms := w.arms.Load(); w.active.Load() > 0 || arms != seen {
 			seen, idle = arms, 0
+		} else {
+			if idle += watchdogTick; idle < watchdogLinger {
+				continue
+			}
+			// Say we stop, then look again: a call armed before the
+			// store is seen here, one armed after it starts a new loop
+			// (armed sees running false). If one was seen, take the
+			// loop back, unless a new one has already started.
+			w.running.Store(false)
+			if w.active.Load() == 0 && w.arms.Load() == seen || !w.running.CompareAndSwap(false, true) {
+				return
+			}
+			idle = 0
+			continue
 		}
 		w.mu.Lock()
 		for g := range w.guards {

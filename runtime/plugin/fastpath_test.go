@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 
@@ -45,17 +44,18 @@ func TestLogRequestsAreStrict(t *testing.T) {
 	cases := []struct {
 		req    string
 		status hostfns.Status
-		msg    string // in the error message, or the logged message
+		msg    string     // the whole error message, or the logged message
+		level  slog.Level // of a logged record
 	}{
-		{`{"level":"warn","message":"tab\there \u00e9"}`, hostfns.StatusOK, "tab\there é"},
-		{`{"message":"no level is info"}`, hostfns.StatusOK, "no level is info"},
-		{`{"level":null,"message":null}`, hostfns.StatusOK, ""},
-		{`{"level":"loud","message":"x"}`, hostfns.ErrBadJSON, `unknown level "loud"`},
-		{`{"level":"info","message":"x","extra":1}`, hostfns.ErrBadJSON, `unknown field "extra"`},
-		{`{"level":"info","message":7}`, hostfns.ErrBadJSON, "message: wrong JSON type: want a string, found number"},
-		{`{"level":1}`, hostfns.ErrBadJSON, "level: wrong JSON type"},
-		{`{"level":"info"`, hostfns.ErrBadJSON, "invalid JSON at byte 15"},
-		{`["info"]`, hostfns.ErrBadJSON, "want a JSON object, found array"},
+		{`{"level":"warn","message":"tab\there \u00e9"}`, hostfns.StatusOK, "tab\there é", slog.LevelWarn},
+		{`{"message":"no level is info"}`, hostfns.StatusOK, "no level is info", slog.LevelInfo},
+		{`{"level":"debug","message":null}`, hostfns.StatusOK, "", slog.LevelDebug},
+		{`{"level":"loud","message":"x"}`, hostfns.ErrBadJSON, `log: unknown level "loud" (want debug, info, warn or error)`, 0},
+		{`{"level":"info","message":"x","extra":1}`, hostfns.ErrBadJSON, `log: bad request: unknown field "extra"`, 0},
+		{`{"level":"info","message":7}`, hostfns.ErrBadJSON, "log: bad request: message: wrong JSON type: want a string, found number", 0},
+		{`{"level":1}`, hostfns.ErrBadJSON, "log: bad request: level: wrong JSON type: want a string, found number", 0},
+		{`{"level":"info"`, hostfns.ErrBadJSON, "log: bad request: invalid JSON at byte 15: unexpected end of input after object key:value pair", 0},
+		{`["info"]`, hostfns.ErrBadJSON, "log: bad request: invalid JSON at byte 0: want a JSON object, found array", 0},
 	}
 	probes := make([]map[string]string, len(cases))
 	for i, c := range cases {
@@ -73,28 +73,32 @@ func TestLogRequestsAreStrict(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Text), &got); err != nil || len(got) != len(cases) {
 		t.Fatalf("probe results %s: %v", r.Text, err)
 	}
-	logged := 0
+	mu.Lock()
+	defer mu.Unlock()
+	logged := recs // the probe's log calls are all the host logged
+	next := 0
 	for i, c := range cases {
 		if hostfns.Status(got[i].Status) != c.status {
 			t.Errorf("%s: status %d (%s), want %d", c.req, got[i].Status, got[i].Payload, c.status)
 			continue
 		}
 		if c.status != hostfns.StatusOK {
-			if !strings.Contains(got[i].Payload, c.msg) || !strings.HasPrefix(got[i].Payload, "log: ") {
-				t.Errorf("%s: message %q, want it to name %q", c.req, got[i].Payload, c.msg)
+			if got[i].Payload != c.msg {
+				t.Errorf("%s: message\n%q, want\n%q", c.req, got[i].Payload, c.msg)
 			}
 			continue
 		}
-		mu.Lock()
-		rec := recs[len(recs)-(3-logged)]
-		mu.Unlock()
-		logged++
-		if rec.Message != c.msg {
-			t.Errorf("%s: logged %q, want %q", c.req, rec.Message, c.msg)
+		if next >= len(logged) {
+			t.Errorf("%s: not logged", c.req)
+			continue
 		}
+		if rec := logged[next]; rec.Message != c.msg || rec.Level != c.level {
+			t.Errorf("%s: logged %v %q, want %v %q", c.req, rec.Level, rec.Message, c.level, c.msg)
+		}
+		next++
 	}
-	if len(recs) < 3 || recs[len(recs)-3].Level != slog.LevelWarn || recs[len(recs)-2].Level != slog.LevelInfo {
-		t.Errorf("levels of the logged records are wrong")
+	if next != len(logged) {
+		t.Errorf("%d records logged, want %d: %v", len(logged), next, logged)
 	}
 }
 

@@ -75,11 +75,18 @@ func agent(id, model string) *prompt.AgentFacts {
 func cGuest(t testing.TB) string {
 	t.Helper()
 	p, err := guestbuild.Build("testdata/guests/bench-c")
+	checkCBuild(t, err)
+	return p
+}
+
+// checkCBuild fails t on a C build error, or skips it when clang is not
+// installed outside CI.
+func checkCBuild(t testing.TB, err error) {
+	t.Helper()
 	if errors.Is(err, guestbuild.ErrNoClang) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
