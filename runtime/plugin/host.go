@@ -77,12 +77,26 @@ type Spec struct {
 type Limits struct {
 	// MemoryPages caps linear memory, in 64 KiB pages.
 	MemoryPages uint32
-	// CallTimeout is the compute budget of one call.
+	// CallTimeout is the compute budget of one call: guest code and the
+	// host's work for it, not waits another grant bounds.
 	CallTimeout time.Duration
-	// InitTimeout is the compute budget of dsh_init and dsh_setup.
+	// InitTimeout is the compute budget of dsh_init and dsh_setup, which
+	// counts every wait.
 	InitTimeout time.Duration
+	// WallTimeout caps one export call's wall-clock time, waits included.
+	WallTimeout time.Duration
 	// MaxRegistrations caps sections + variables + tools + subscriptions.
 	MaxRegistrations int
+	// HostBytes caps the bytes the host reads and produces for one
+	// export call's host functions (requests and responses).
+	HostBytes int64
+	// PromptBytes caps the plugin's prompt text: its static sections,
+	// tool descriptions and schemas, plus, in each assembly, its dynamic
+	// sections and variable values.
+	PromptBytes int64
+	// LogBytes caps what the plugin logs per minute (log and stdio);
+	// the rest is dropped.
+	LogBytes int64
 }
 
 // Default limits.
@@ -90,7 +104,11 @@ const (
 	DefaultMemoryPages      = 4096 // 256 MiB
 	DefaultCallTimeout      = 30 * time.Second
 	DefaultInitTimeout      = 10 * time.Second
+	DefaultWallTimeout      = 15 * time.Minute
 	DefaultMaxRegistrations = 1024
+	DefaultHostBytes        = 256 << 20
+	DefaultPromptBytes      = 64 << 10
+	DefaultLogBytes         = 1 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -103,8 +121,20 @@ func (l Limits) withDefaults() Limits {
 	if l.InitTimeout == 0 {
 		l.InitTimeout = DefaultInitTimeout
 	}
+	if l.WallTimeout == 0 {
+		l.WallTimeout = max(DefaultWallTimeout, l.CallTimeout, l.InitTimeout)
+	}
 	if l.MaxRegistrations == 0 {
 		l.MaxRegistrations = DefaultMaxRegistrations
+	}
+	if l.HostBytes == 0 {
+		l.HostBytes = DefaultHostBytes
+	}
+	if l.PromptBytes == 0 {
+		l.PromptBytes = DefaultPromptBytes
+	}
+	if l.LogBytes == 0 {
+		l.LogBytes = DefaultLogBytes
 	}
 	return l
 }
@@ -184,7 +214,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	}
 	err = h.reg.Update(func(tx *prompt.Tx) error { return p.runInit(ctx, tx) })
 	if err != nil {
-		p.close(ctx)
+		p.close(errDiscarded)
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
 	h.mu.Lock()
@@ -193,7 +223,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 		// leave a plugin nobody will unload.
 		h.mu.Unlock()
 		h.reg.Update(func(tx *prompt.Tx) error { return p.contrib.removeAll(tx) })
-		p.close(ctx)
+		p.close(errHostDown)
 		return nil, fmt.Errorf("load plugin %q: %w", name, ErrClosed)
 	}
 	h.plugins[name] = p
@@ -232,7 +262,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	})
 	if err != nil {
 		old.contrib.restore()
-		p.close(ctx)
+		p.close(errDiscarded)
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
 	old.deactivate()
@@ -240,12 +270,19 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.mu.Lock()
 	h.plugins[name] = p
 	h.mu.Unlock()
-	old.close(ctx)
+	old.close(errReplaced)
 	return p, nil
 }
 
-// Unload removes a plugin's contribution and closes its instances.
+// Unload removes a plugin's contribution and closes its instances. Calls
+// in progress are stopped (they fail "call cancelled: the plugin was
+// unloaded") and their commands killed; Unload waits for them at most
+// about a second, never for a guest or a command to finish.
 func (h *Host) Unload(ctx context.Context, name string) error {
+	return h.unload(ctx, name, errUnloaded)
+}
+
+func (h *Host) unload(ctx context.Context, name string, why error) error {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
 	h.mu.Lock()
@@ -255,9 +292,12 @@ func (h *Host) Unload(ctx context.Context, name string) error {
 	if p == nil {
 		return fmt.Errorf("unload plugin %q: %w", name, ErrNotLoaded)
 	}
+	// Stop the plugin's calls before taking the registry's lock: a call
+	// registering from the load-time instance holds it.
+	p.haltAll(why)
 	err := h.reg.Update(func(tx *prompt.Tx) error { return p.contrib.removeAll(tx) })
 	p.deactivate()
-	p.close(ctx)
+	p.close(why)
 	h.bus.EmitContained(ctx, events.EventPluginUnloaded, PluginEvent{Name: name})
 	if err != nil {
 		return fmt.Errorf("unload plugin %q: %w", name, err)
@@ -289,7 +329,9 @@ func (h *Host) Plugins() []string {
 	return names
 }
 
-// EndAgent closes every instance that belongs to the agent.
+// EndAgent closes every instance that belongs to the agent: a call in
+// progress is stopped and the agent's commands are killed. It waits at
+// most about a second per plugin, never for a guest or a command.
 func (h *Host) EndAgent(ctx context.Context, agentID string) {
 	h.mu.RLock()
 	ps := make([]*Plugin, 0, len(h.plugins))
@@ -298,7 +340,7 @@ func (h *Host) EndAgent(ctx context.Context, agentID string) {
 	}
 	h.mu.RUnlock()
 	for _, p := range ps {
-		p.endAgent(ctx, agentID)
+		p.endAgent(agentID)
 	}
 }
 
@@ -312,13 +354,20 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.closed = true
 	names := make([]string, 0, len(h.plugins))
-	for n := range h.plugins {
+	ps := make([]*Plugin, 0, len(h.plugins))
+	for n, p := range h.plugins {
 		names = append(names, n)
+		ps = append(ps, p)
 	}
 	h.mu.Unlock()
+	// Stop every call of every plugin at once, so that the unloads below
+	// find them winding down rather than wait for each in turn.
+	for _, p := range ps {
+		p.haltAll(errHostDown)
+	}
 	var errs []error
 	for _, n := range names {
-		if err := h.Unload(ctx, n); err != nil && !errors.Is(err, ErrNotLoaded) {
+		if err := h.unload(ctx, n, errHostDown); err != nil && !errors.Is(err, ErrNotLoaded) {
 			errs = append(errs, err)
 		}
 	}

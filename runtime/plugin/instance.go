@@ -34,10 +34,20 @@ type instance struct {
 	loadTime bool
 	agentID  string
 
-	mu     sync.Mutex // one call at a time
-	closed atomic.Bool
-	stack  []uint64
-	// Valid while a call is in progress (mu held).
+	// sem is the instance's lock: one call at a time (see lock.go); owner
+	// is the root of the chain of calls holding it.
+	sem   chan struct{}
+	owner atomic.Pointer[callState]
+	// closed: no new call may start; the call holding sem, if any,
+	// finalises the instance when it lets go. closing is closed with it,
+	// for calls waiting for sem; done when the instance is finalised.
+	closed    atomic.Bool
+	closing   chan struct{}
+	closeOnce sync.Once
+	finalized bool // guarded by sem
+	done      chan struct{}
+	stack     []uint64
+	// Valid while a call is in progress (sem held).
 	cur     *callState
 	pending []byte      // an oversized host-function result awaiting take
 	req     jsonobj.Obj // host functions' parsed request, reused
@@ -61,6 +71,18 @@ type callState struct {
 	setup  bool       // in dsh_setup
 	facts  *prompt.AgentFacts
 	export string
+	// hostBytes is what the call's host functions read and produced so
+	// far, against Limits.HostBytes.
+	hostBytes int64
+	// maxOut, when positive, caps the export's output payload: the
+	// output is refused (ErrQuota) before the host copies it.
+	maxOut int64
+	// quotaWhat names the quota maxOut comes from, for the error.
+	quotaWhat string
+	// root is the outermost call of this call's chain (nil: this one);
+	// waitingFor, on a root, is the instance its chain waits for.
+	root       *callState
+	waitingFor atomic.Pointer[instance]
 }
 
 // activeKey marks, on a context, the instances with a call in progress
@@ -70,6 +92,7 @@ type activeKey struct{}
 
 type activeSet struct {
 	inst *instance
+	root *callState // the chain's outermost call
 	next *activeSet
 }
 
@@ -121,7 +144,8 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl,
+		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -129,7 +153,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if p.interruptible {
 		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
 		if !ok {
-			in.close(ctx)
+			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
 		}
 		in.flag = g
@@ -140,15 +164,15 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout))
 		in.guard.disarm()
 		if err != nil {
-			in.close(ctx)
+			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: in.guard.why(err)}
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
-		in.close(ctx)
+		in.close(errDiscarded)
 		return nil, err
 	}
 	p.mu.Lock()
@@ -165,7 +189,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		err = &CallError{Plugin: p.name, Export: hostfns.ExportSetup, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
 	}
 	if err != nil {
-		in.close(ctx)
+		in.close(errDiscarded)
 		return nil, err
 	}
 	return in, nil
@@ -173,7 +197,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
-	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout))
+	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout, in.p.limits.WallTimeout))
 	in.guard.disarm()
 	if err != nil {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.why(err)}
@@ -190,19 +214,45 @@ func (in *instance) checkVersion(ctx context.Context) error {
 // expired just as a call returned — closed by wazero.
 func (in *instance) isClosed() bool { return in.closed.Load() || in.mod.IsClosed() }
 
-// close closes the module. It waits for a call in progress to end.
-func (in *instance) close(ctx context.Context) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.closeLocked(ctx)
+// close stops the call in progress, if any (for why: the plugin was
+// unloaded, the agent ended...), and closes the module. It never waits
+// for a guest or a command: the stopped call lets go at its next check or
+// as soon as its host function sees its context cancelled; close waits
+// for that at most closeWait, and past it the call finalises the instance
+// itself when it ends. It reports whether the instance is finalised.
+func (in *instance) close(why error) bool {
+	in.closed.Store(true)
+	in.closeOnce.Do(func() { close(in.closing) })
+	if in.guard != nil {
+		in.guard.halt(why)
+	}
+	select {
+	case in.sem <- struct{}{}:
+	default:
+		t := time.NewTimer(closeWait)
+		defer t.Stop()
+		select {
+		case in.sem <- struct{}{}:
+		case <-t.C:
+			return false
+		}
+	}
+	in.finalize()
+	<-in.sem
+	return true
 }
 
-func (in *instance) closeLocked(ctx context.Context) {
-	if in.closed.Swap(true) {
+// finalize releases the module and what the instance holds; the caller
+// holds sem.
+func (in *instance) finalize() {
+	if in.finalized {
 		return
 	}
+	in.finalized = true
+	in.closed.Store(true)
+	in.closeOnce.Do(func() { close(in.closing) })
 	in.p.byModule.Delete(in.mod)
-	in.mod.Close(context.WithoutCancel(ctx))
+	in.mod.Close(context.Background())
 	in.logw.Close()
 	if in.jail != nil {
 		in.jail.Close()
@@ -210,6 +260,7 @@ func (in *instance) closeLocked(ctx context.Context) {
 	if in.guard != nil {
 		in.guard.release()
 	}
+	close(in.done)
 }
 
 // invoke calls export with the input frame made of parts joined by NUL,
@@ -224,13 +275,18 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if fn == nil {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
+	if a := activeOf(ctx); a != nil {
+		cs.root = a.root
+	}
+	if err := in.acquire(ctx, cs.rootCall()); err != nil {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+	}
+	defer in.release()
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
 	}
 	g := in.guard
-	callCtx := g.arm(ctx, timeout)
+	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
 	defer g.disarm()
 	cs.ctx = ctx
 	cs.export = export
@@ -240,7 +296,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	defer func() { in.cur, in.pending = nil, nil }()
 
 	fail := func(err error) (hostfns.OutStatus, []byte, error) {
-		in.closeLocked(ctx)
+		in.closed.Store(true) // finalised by release, when the call lets go
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	size := len(parts) - 1
@@ -269,6 +325,12 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if n > hostfns.MaxOutputBytes {
 		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
 	}
+	if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
+		// Refused before the host copies it; the guest is whole, so its
+		// instance stays.
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export,
+			Err: fmt.Errorf("%w: %d bytes of output exceed %s (%d bytes left)", ErrQuota, n-1, cs.quotaWhat, cs.maxOut)}
+	}
 	b, ok := in.mem.Read(optr, n)
 	if !ok {
 		return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
@@ -284,7 +346,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 // functions whose work can call back into plugins (event_emit): a call
 // back into this instance is then refused as reentrant.
 func (cs *callState) activeCtx(in *instance) context.Context {
-	return context.WithValue(cs.ctx, activeKey{}, &activeSet{inst: in, next: activeOf(cs.ctx)})
+	return context.WithValue(cs.guard.hostCtx(), activeKey{}, &activeSet{inst: in, root: cs.rootCall(), next: activeOf(cs.ctx)})
 }
 
 func activeOf(ctx context.Context) *activeSet {
@@ -336,7 +398,8 @@ func newLineLogger(p *Plugin) *lineLogger {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 4096), 64<<10)
 		for sc.Scan() {
-			p.log.Info(sc.Text(), "stream", "stdio")
+			line := sc.Text()
+			p.rateLog(len(line), func() { p.log.Info(line, "stream", "stdio") })
 		}
 		io.Copy(io.Discard, pr)
 	}()
