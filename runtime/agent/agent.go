@@ -98,6 +98,9 @@ type Options struct {
 	// after it is appended, on the goroutine running the turn. It must
 	// not block; it may call Cancel.
 	OnEvent func(session.Event)
+	// Bounds of each step's prompt assembly (see bounds.go); zero
+	// values take the defaults.
+	Bounds AssemblyBounds
 }
 
 // Agent drives one conversation: it runs turns on its session, one at a
@@ -115,6 +118,7 @@ type Agent struct {
 	parentID string // the session's parent session, for request metadata
 	maxSteps int
 	cont     ContinueFunc
+	bounds   AssemblyBounds
 
 	turnMu   sync.Mutex // held by the running turn
 	lastTurn int        // the last turn number in the session; guarded by turnMu
@@ -149,6 +153,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("agent: new: %w: missing %v", ErrInvalidOptions, missing)
 	}
+	if opts.Bounds.Timeout < 0 || opts.Bounds.PromptBytes < 0 {
+		return nil, fmt.Errorf("agent: new: %w: Bounds %+v may not be negative", ErrInvalidOptions, opts.Bounds)
+	}
 	if opts.MaxSteps < 0 || opts.Depth < 0 {
 		return nil, fmt.Errorf("agent: new: %w: MaxSteps %d and Depth %d may not be negative", ErrInvalidOptions, opts.MaxSteps, opts.Depth)
 	}
@@ -164,6 +171,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		parentID: h.ParentSession,
 		maxSteps: opts.MaxSteps,
 		cont:     opts.Continue,
+		bounds:   opts.Bounds.withDefaults(),
 		facts: prompt.AgentFacts{
 			ID:      opts.ID,
 			Session: h.ID,

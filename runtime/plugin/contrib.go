@@ -397,6 +397,12 @@ func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Sta
 		payload = json.RawMessage("null")
 	}
 	if err := in.p.h.bus.Emit(cs.activeCtx(in), r.Event, payload); err != nil {
+		if errors.Is(err, ErrDeadlock) {
+			return nil, hostfns.ErrDenied, err.Error()
+		}
+		if cs.guard.stopped() != nil {
+			return nil, hostfns.ErrCanceled, err.Error()
+		}
 		return nil, hostfns.ErrInternal, err.Error()
 	}
 	return nil, 0, ""
@@ -434,17 +440,23 @@ func (p *Plugin) sectionText(ctx context.Context, ac prompt.AssembleContext, nam
 // (less its static text) and of the assembly's whole-prompt quota, and is
 // refused before the host copies it otherwise.
 func (p *Plugin) promptCall(ctx context.Context, ac prompt.AssembleContext, kind, name string) *callState {
-	own := p.limits.PromptBytes - p.contrib.staticBytes()
-	left := prompt.QuotaFrom(ctx).Remaining(p.name, own)
-	what := fmt.Sprintf("what is left of the prompt quotas for %s %q (grants.limits.prompt_bytes %d, less %d of static text; and the whole prompt's)",
-		kind, name, p.limits.PromptBytes, p.limits.PromptBytes-own)
-	return &callState{facts: ac.Agent, maxOut: max(left, 1), quotaWhat: what}
+	own := max(p.limits.PromptBytes-p.contrib.staticBytes(), 1)
+	q := prompt.QuotaFrom(ctx)
+	return &callState{facts: ac.Agent, maxOut: max(q.Remaining(p.name, own), 1),
+		quotaErr: func(n int64) error {
+			// Charge refuses what passes a quota, naming it, and charges
+			// nothing then.
+			if err := q.Charge(p.name, own, n, "grants.limits.prompt_bytes"); err != nil {
+				return fmt.Errorf("%s %q: %w", kind, name, err)
+			}
+			return nil
+		}}
 }
 
 // chargePrompt charges a dynamic text to the assembly's quotas.
 func (p *Plugin) chargePrompt(ctx context.Context, export, kind, name string, out []byte) error {
-	own := p.limits.PromptBytes - p.contrib.staticBytes()
-	if err := prompt.QuotaFrom(ctx).Charge(p.name, max(own, 1), int64(len(out)), "grants.limits.prompt_bytes"); err != nil {
+	own := max(p.limits.PromptBytes-p.contrib.staticBytes(), 1)
+	if err := prompt.QuotaFrom(ctx).Charge(p.name, own, int64(len(out)), "grants.limits.prompt_bytes"); err != nil {
 		return &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %s %q: %w", ErrQuota, kind, name, err)}
 	}
 	return nil

@@ -105,8 +105,8 @@ func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, i
 	if uint64(outPtr)+uint64(outCap) > uint64(memSize) {
 		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: out buffer %#x+%d is outside guest memory (%d bytes)", f.Name, outPtr, outCap, memSize))
 	}
-	if limit := in.p.requestLimit(f.Name); inLen > limit {
-		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d", f.Name, inLen, limit))
+	if limit, why := in.p.requestLimit(f.Name); inLen > limit {
+		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d%s", f.Name, inLen, limit, why))
 	}
 	if !cs.chargeHost(in.p, int64(inLen)) {
 		return hostfns.ErrLimit, []byte(fmt.Sprintf("%s: this call's host byte budget (grants.limits.host_bytes, %d bytes) is spent", f.Name, in.p.limits.HostBytes))
@@ -149,23 +149,26 @@ func (cs *callState) chargeHost(p *Plugin, n int64) bool {
 // the host reads it.
 const smallRequest = 4 << 10
 
-// requestLimit is the largest request the host reads for fn.
-func (p *Plugin) requestLimit(fn string) uint32 {
+// requestLimit is the largest request the host reads for fn, and what
+// sets it when that is not hostfns.MaxRequestBytes.
+func (p *Plugin) requestLimit(fn string) (uint32, string) {
 	switch fn {
 	case hostfns.FnStateGet, hostfns.FnEnvGet, hostfns.FnExecPoll, hostfns.FnExecKill,
 		hostfns.FnSectionUnregister, hostfns.FnVariableUnregister, hostfns.FnToolUnregister,
 		hostfns.FnVariableRegister, hostfns.FnEventSubscribe:
-		return smallRequest
+		return smallRequest, " (its requests are small by nature)"
 	case hostfns.FnCapabilities:
-		return 64 << 10
+		return 64 << 10, " (its requests are small by nature)"
 	case hostfns.FnStateSet:
-		return MaxStateValue + smallRequest
+		return MaxStateValue + smallRequest, " (a state value is at most 1 MiB)"
 	case hostfns.FnSectionRegister, hostfns.FnToolRegister:
 		// The text counts against prompt_bytes once decoded; JSON may
 		// escape a byte in up to six.
-		return uint32(min(int64(hostfns.MaxRequestBytes), 6*p.limits.PromptBytes+smallRequest))
+		if l := 6*p.limits.PromptBytes + smallRequest; l < hostfns.MaxRequestBytes {
+			return uint32(l), fmt.Sprintf(" (the plugin's grants.limits.prompt_bytes is %d)", p.limits.PromptBytes)
+		}
 	}
-	return hostfns.MaxRequestBytes
+	return hostfns.MaxRequestBytes, ""
 }
 
 // deliver writes payload to the out buffer if it fits, or keeps it for

@@ -77,8 +77,8 @@ type callState struct {
 	// maxOut, when positive, caps the export's output payload: the
 	// output is refused (ErrQuota) before the host copies it.
 	maxOut int64
-	// quotaWhat names the quota maxOut comes from, for the error.
-	quotaWhat string
+	// quotaErr explains an output past maxOut (the quota it passes).
+	quotaErr func(n int64) error
 	// root is the outermost call of this call's chain (nil: this one);
 	// waitingFor, on a root, is the instance its chain waits for.
 	root       *callState
@@ -328,8 +328,13 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
 		// Refused before the host copies it; the guest is whole, so its
 		// instance stays.
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export,
-			Err: fmt.Errorf("%w: %d bytes of output exceed %s (%d bytes left)", ErrQuota, n-1, cs.quotaWhat, cs.maxOut)}
+		err := fmt.Errorf("%d bytes of output, %d allowed", n-1, cs.maxOut)
+		if cs.quotaErr != nil {
+			if qe := cs.quotaErr(int64(n) - 1); qe != nil {
+				err = qe
+			}
+		}
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrQuota, err)}
 	}
 	b, ok := in.mem.Read(optr, n)
 	if !ok {
