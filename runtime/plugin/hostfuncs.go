@@ -159,8 +159,6 @@ func (p *Plugin) requestLimit(fn string) (uint32, string) {
 		return smallRequest, " (its requests are small by nature)"
 	case hostfns.FnCapabilities:
 		return 64 << 10, " (its requests are small by nature)"
-	case hostfns.FnStateSet:
-		return MaxStateValue + smallRequest, " (a state value is at most 1 MiB)"
 	case hostfns.FnSectionRegister, hostfns.FnToolRegister:
 		// The text counts against prompt_bytes once decoded; JSON may
 		// escape a byte in up to six.
