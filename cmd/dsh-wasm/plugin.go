@@ -55,6 +55,10 @@ what it registered as JSON:
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  bounds         the limits it runs under and its quota use: memory, call,
+                 init and wall-clock timeouts, host bytes per call, prompt
+                 bytes (and those its registrations hold), log bytes per
+                 minute, registrations, state per session (docs/SECURITY.md)
 
 Nothing is granted, and a plugin is never refused for its needs: they are
 reported under capabilities.
@@ -136,6 +140,7 @@ type inspectReport struct {
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	Bounds        plugin.Bounds              `json:"bounds"`
 }
 
 type inspectSection struct {
@@ -181,6 +186,7 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		Bounds:        p.Bounds(),
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})

@@ -68,6 +68,10 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"tools":         []any{},
 		"subscriptions": []any{},
 		"capabilities":  map[string]any{},
+		"bounds": map[string]any{"call_timeout": "30s", "host_bytes_per_call": float64(256 << 20), "init_timeout": "10s",
+			"log_bytes_per_minute": float64(1 << 20), "max_registrations": float64(1024), "memory_bytes": float64(256 << 20),
+			"prompt_bytes": float64(64 << 10), "prompt_bytes_used": float64(0), "registrations": float64(2),
+			"small_request_bytes": float64(4096), "state_bytes_per_session": float64(16 << 20), "wall_timeout": "15m0s"},
 	}
 	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -129,6 +133,11 @@ func TestInspectTestkit(t *testing.T) {
 		Subscriptions: []hostfns.SubscribeRequest{{Event: "turn/start", Mode: "listen"}},
 		// Declared needs are reported, not refused: nothing is granted.
 		Capabilities: hostfns.Capabilities{Env: []string{"HOME"}, Net: []string{"example.com"}},
+		// The defaults, and what the registrations hold: "Static." and
+		// the two tools' descriptions and schemas (7 + 17+17 + 20+17).
+		Bounds: plugin.Bounds{MemoryBytes: 256 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
+			HostBytesPerCall: 256 << 20, PromptBytes: 64 << 10, PromptBytesUsed: 78, LogBytesPerMinute: 1 << 20,
+			Registrations: 6, MaxRegistrations: 1024, StateBytesPerSession: 16 << 20, SmallRequestBytes: 4096},
 	}
 	if g, w := mustMarshal(t, r), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)

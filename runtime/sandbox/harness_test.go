@@ -430,6 +430,7 @@ func (e *env) finish() {
 	e.t.Helper()
 	e.legit()
 	e.checkLeaks()
+	defer e.lifecycle()
 	for dir, before := range e.watched {
 		after := snapshot(e.t, dir)
 		for p, b := range before {
@@ -446,6 +447,26 @@ func (e *env) finish() {
 			}
 		}
 	}
+}
+
+// lifecycle proves the host's lifecycle still answers promptly after the
+// attack: EndAgent, Unload of every plugin, then Close (the suite's
+// cleanup Close then finds it closed).
+func (e *env) lifecycle() {
+	e.t.Helper()
+	e.within("EndAgent after the attack", closeBound, func() { e.host.EndAgent(e.ctx, e.main.ID) })
+	for _, n := range e.host.Plugins() {
+		e.within("Unload "+n+" after the attack", closeBound, func() {
+			if err := e.host.Unload(e.ctx, n); err != nil {
+				e.t.Errorf("unload %s: %v", n, err)
+			}
+		})
+	}
+	e.within("Close after the attack", closeBound, func() {
+		if err := e.host.Close(e.ctx); err != nil {
+			e.t.Errorf("close: %v", err)
+		}
+	})
 }
 
 // legit proves the host still serves legitimate work after the attack:
