@@ -284,3 +284,35 @@ func TestRequestLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDuringLoad: Close while a Load's dsh_init spins under a long
+// init budget stops the init and returns without waiting for the budget.
+func TestCloseDuringLoad(t *testing.T) {
+	h, err := New(Options{Registry: newHost(t).Registry(), Cache: sharedCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kit := testkit(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.Load(bg, Spec{Name: "kit", Source: kit, Limits: Limits{InitTimeout: time.Minute},
+			Config: cfg(t, map[string]any{"init_spin": true})})
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := h.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v during a spinning dsh_init", d)
+	}
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("the load: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the load goes on after Close")
+	}
+}

@@ -154,6 +154,9 @@ type Host struct {
 	mu      sync.RWMutex
 	plugins map[string]*Plugin
 	closed  bool
+	// loading is the plugin a Load or Reload is initialising (guarded by
+	// mu), so that Close can stop its dsh_init rather than wait for it.
+	loading *Plugin
 	// loadMu serialises loads, unloads and reloads, which are registry
 	// updates that may run guest code.
 	loadMu sync.Mutex
@@ -212,6 +215,8 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
+	h.setLoading(p)
+	defer h.setLoading(nil)
 	err = h.reg.Update(func(tx *prompt.Tx) error { return p.runInit(ctx, tx) })
 	if err != nil {
 		p.close(errDiscarded)
@@ -254,6 +259,8 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
+	h.setLoading(p)
+	defer h.setLoading(nil)
 	err = h.reg.Update(func(tx *prompt.Tx) error {
 		if err := old.contrib.removeAll(tx); err != nil {
 			return err
@@ -303,6 +310,16 @@ func (h *Host) unload(ctx context.Context, name string, why error) error {
 		return fmt.Errorf("unload plugin %q: %w", name, err)
 	}
 	return nil
+}
+
+func (h *Host) setLoading(p *Plugin) {
+	h.mu.Lock()
+	h.loading = p
+	closed := h.closed
+	h.mu.Unlock()
+	if closed && p != nil {
+		p.haltAll(errHostDown)
+	}
 }
 
 // PluginEvent is the payload of plugin/loaded and plugin/unloaded.
@@ -358,6 +375,9 @@ func (h *Host) Close(ctx context.Context) error {
 	for n, p := range h.plugins {
 		names = append(names, n)
 		ps = append(ps, p)
+	}
+	if h.loading != nil {
+		ps = append(ps, h.loading)
 	}
 	h.mu.Unlock()
 	// Stop every call of every plugin at once, so that the unloads below

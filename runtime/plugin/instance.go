@@ -164,7 +164,11 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout))
+		callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
+		if why := p.halted.Load(); why != nil {
+			in.guard.halt(*why)
+		}
+		_, err = f.Call(callCtx)
 		in.guard.disarm()
 		if err != nil {
 			in.close(errDiscarded)
@@ -288,6 +292,9 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	g := in.guard
 	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
 	defer g.disarm()
+	if why := in.p.halted.Load(); why != nil {
+		g.halt(*why) // the plugin is going: this call stops at once
+	}
 	cs.ctx = ctx
 	cs.export = export
 	cs.guard = g

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -41,6 +42,9 @@ type Plugin struct {
 
 	contrib *contrib
 	logs    logRate // Limits.LogBytes
+	// halted, once set by haltAll, stops every call of the plugin as it
+	// starts: it is being unloaded or its host closed.
+	halted atomic.Pointer[error]
 
 	mu         sync.Mutex
 	loadCreate sync.Mutex // held while the load-time instance is re-created
@@ -358,6 +362,7 @@ func (p *Plugin) close(why error) {
 // haltAll stops every call in progress in the plugin's instances, and
 // its commands with them (their waits end with the calls' contexts).
 func (p *Plugin) haltAll(why error) {
+	p.halted.CompareAndSwap(nil, &why)
 	p.mu.Lock()
 	insts := []*instance{}
 	if p.load != nil {
