@@ -14,7 +14,7 @@
 //	  env:  [GITHUB_TOKEN]
 //	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s,
 //	           wall_timeout: 15m, host_bytes: 256MiB, prompt_bytes: 64KiB,
-//	           log_bytes: 1MiB}
+//	           log_bytes: 1MiB, state_bytes: 16MiB}
 //
 // Deny by default: a plugin with no grants can only compute. Every grant is
 // explicit; a missing section grants nothing, and the defaults below only
@@ -76,6 +76,7 @@ const (
 	DefaultHostBytes   = 256 * MiB        // grants.limits.host_bytes
 	DefaultPromptBytes = 64 * KiB         // grants.limits.prompt_bytes
 	DefaultLogBytes    = 1 * MiB          // grants.limits.log_bytes, per minute
+	DefaultStateBytes  = 16 * MiB         // grants.limits.state_bytes, per session
 )
 
 // Bounds enforced by Validate.
@@ -88,6 +89,7 @@ const (
 	MinHostBytes   = 1 * MiB        // grants.limits.host_bytes
 	MaxPromptBytes = 16 * MiB       // grants.limits.prompt_bytes
 	MaxLogBytes    = 1 * GiB        // grants.limits.log_bytes
+	MaxStateBytes  = 1 * GiB        // grants.limits.state_bytes
 	WasmPageSize   = 64 * KiB
 )
 
@@ -206,6 +208,8 @@ type Limits struct {
 	PromptBytes ByteSize `yaml:"prompt_bytes,omitempty"`
 	// LogBytes caps what the plugin logs per minute.
 	LogBytes ByteSize `yaml:"log_bytes,omitempty"`
+	// StateBytes caps the plugin's host-side state in one session.
+	StateBytes ByteSize `yaml:"state_bytes,omitempty"`
 }
 
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up
@@ -273,6 +277,9 @@ func (e *Entry) ApplyDefaults() {
 	}
 	if g.Limits.LogBytes == 0 {
 		g.Limits.LogBytes = DefaultLogBytes
+	}
+	if g.Limits.StateBytes == 0 {
+		g.Limits.StateBytes = DefaultStateBytes
 	}
 }
 

@@ -578,6 +578,7 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"host_bytes":   func(v *yaml.Node, f string) { l.HostBytes = d.size(v, f, MinHostBytes, MaxHostBytes) },
 		"prompt_bytes": func(v *yaml.Node, f string) { l.PromptBytes = d.size(v, f, 1, MaxPromptBytes) },
 		"log_bytes":    func(v *yaml.Node, f string) { l.LogBytes = d.size(v, f, 1, MaxLogBytes) },
+		"state_bytes":  func(v *yaml.Node, f string) { l.StateBytes = d.size(v, f, 1, MaxStateBytes) },
 	})
 	if msg := l.checkWall(); msg != "" {
 		d.fail(wallNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "limits"}, n}, Line: n.Line}), join(field, "wall_timeout"), "%s", msg)

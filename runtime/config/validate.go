@@ -80,6 +80,7 @@ func (e Entry) Validate() error {
 		{"grants.limits.host_bytes", g.Limits.HostBytes, MaxHostBytes},
 		{"grants.limits.prompt_bytes", g.Limits.PromptBytes, MaxPromptBytes},
 		{"grants.limits.log_bytes", g.Limits.LogBytes, MaxLogBytes},
+		{"grants.limits.state_bytes", g.Limits.StateBytes, MaxStateBytes},
 	}
 	for _, s := range sizes {
 		lo := ByteSize(1)

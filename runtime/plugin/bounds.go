@@ -44,7 +44,7 @@ func (p *Plugin) Bounds() Bounds {
 		MemoryBytes: uint64(l.MemoryPages) * 65536, CallTimeout: l.CallTimeout.String(), InitTimeout: l.InitTimeout.String(),
 		WallTimeout: l.WallTimeout.String(), HostBytesPerCall: l.HostBytes, PromptBytes: l.PromptBytes, PromptBytesUsed: static,
 		LogBytesPerMinute: l.LogBytes, Registrations: regs, MaxRegistrations: l.MaxRegistrations,
-		StateBytesPerSession: MaxStateBytes, SmallRequestBytes: smallRequest,
+		StateBytesPerSession: l.StateBytes, SmallRequestBytes: smallRequest,
 	}
 	if g := p.spec.Grants; g != nil && len(g.Net.AllowedHosts) > 0 {
 		t := g.Net.Timeout

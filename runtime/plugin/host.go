@@ -97,6 +97,10 @@ type Limits struct {
 	// LogBytes caps what the plugin logs per minute (log and stdio);
 	// the rest is dropped.
 	LogBytes int64
+	// StateBytes caps the plugin's host-side state in one session (with
+	// a StateStore that implements LimitedStateStore, as the built-in
+	// ones do).
+	StateBytes int64
 }
 
 // Default limits.
@@ -135,6 +139,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.LogBytes == 0 {
 		l.LogBytes = DefaultLogBytes
+	}
+	if l.StateBytes == 0 {
+		l.StateBytes = MaxStateBytes
 	}
 	return l
 }

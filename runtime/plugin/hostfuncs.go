@@ -336,7 +336,13 @@ func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Stat
 	if string(r.Value) == "null" {
 		r.Value = nil
 	}
-	if err := in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value); err != nil {
+	var err error
+	if ls, ok := in.p.h.state.(LimitedStateStore); ok {
+		err = ls.SetWithin(in.p.name, stateScope(cs), r.Key, r.Value, in.p.limits.StateBytes)
+	} else {
+		err = in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value)
+	}
+	if err != nil {
 		if errors.Is(err, ErrStateFull) {
 			return nil, hostfns.ErrLimit, err.Error()
 		}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
@@ -466,6 +467,16 @@ func boundsAttacks() []hostileAttack {
 			}
 			e.within("Unload after the cycle", closeBound, func() { must(e.t, e.host.Unload(e.ctx, "hoga")) })
 			return fmt.Sprintf("%d of 2 emits refused (%v) after %v; no hang", refused, plugin.ErrDeadlock, took.Round(10*time.Millisecond))
+		}},
+		{name: "state-quota-grant", run: func(e *env) string {
+			// The state bound comes from the grants: 2 MiB here.
+			e.attacker(nil, "limits: {call_timeout: 30s, init_timeout: 5s, memory: 64MiB, state_bytes: 2MiB}")
+			r := e.attack(e.main, attackArgs{Attack: "state-flood", N: 64})
+			s := r.Steps[0]
+			if s.Code != uint32(hostfns.ErrLimit) || !strings.Contains(s.Msg, "(limit 2097152)") || s.Op != "state_set after 2 MiB" {
+				e.t.Errorf("state flood under state_bytes 2MiB: %+v", s)
+			}
+			return "refused (limit reached) at the third value of ~1 MiB: grants.limits.state_bytes is 2 MiB"
 		}},
 		{name: "log-rate", run: func(e *env) string {
 			e.mustHog("hog", "", nil, "limits: {call_timeout: 5s, init_timeout: 5s, memory: 64MiB, log_bytes: 64KiB}")
