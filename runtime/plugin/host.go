@@ -248,7 +248,8 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 // Reload replaces a loaded plugin with spec: the new module's init runs
 // and its contribution replaces the old one in one registry update, so an
 // assembly sees the old set or the new, never a mix. If the new init
-// fails, the old plugin stays loaded and untouched.
+// fails, the old plugin stays loaded and untouched. Calls still running in
+// the old plugin are stopped ("the plugin was reloaded"), as by Unload.
 func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
