@@ -246,7 +246,7 @@ func (c *compactor) summarize(ctx context.Context, p *PreStep, msgs []model.Mess
 	if err != nil {
 		return "", fmt.Errorf("%w: summary request: %w", ErrCompaction, err)
 	}
-	if r, _ := acc.FinishReason(); r.Kind != model.FinishStop && r.Kind != model.FinishOther {
+	if r, _ := acc.FinishReason(); r.Kind != model.FinishStop {
 		return "", fmt.Errorf("%w: the summary finished %q", ErrCompaction, r.Kind)
 	}
 	summary := strings.TrimSpace(session.Parts(acc.Parts()).Text())

@@ -40,7 +40,7 @@ func TestCrashHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(context.Background(), Options{Session: sess, Provider: prov, Registry: newRegistry(t, testPersona, "echo"),
+	a, err := New(context.Background(), Options{Session: sess, Provider: prov, Model: testModel, Registry: newRegistry(t, testPersona, "echo"),
 		Bus: events.New(discard), Tools: echoTools(), Logger: discard,
 		OnEvent: func(e session.Event) {
 			if e.Type == session.TypeAssistantChunk && strings.Contains(string(e.Data), `"partial"`) {

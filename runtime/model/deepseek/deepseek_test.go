@@ -289,14 +289,16 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleAssistant, Content: []model.Part{
 				{Type: model.BlockToolCall, ID: "call_2", Name: "bash", Arguments: `{"command":"pwd"}`},
 			}},
-			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: "/w"}}},
+			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: ""}}},
 			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "again"}}},
 		},
 		Tools: []model.Tool{
 			{Name: "bash", Description: "Run a command", Parameters: schema},
-			{Name: "noargs", Description: "Takes nothing"},
+			{Name: "noargs"},
 		},
-		MaxTokens: 1000,
+		MaxTokens:   1000,
+		Temperature: new(0.25),
+		Stop:        []string{"END", "STOP"},
 	}
 	if _, _, err := collect(t, context.Background(), p, req); err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -308,11 +310,13 @@ func TestRequestBody(t *testing.T) {
 		"thinking":         map[string]any{"type": "enabled"},
 		"reasoning_effort": "high",
 		"max_tokens":       float64(1000),
+		"temperature":      0.25,
+		"stop":             []any{"END", "STOP"},
 		"messages": []any{
 			map[string]any{"role": "system", "content": "You are a test."},
 			map[string]any{"role": "user", "content": "hi"},
 			map[string]any{"role": "assistant", "content": "Hello."},
-			map[string]any{"role": "user", "content": "first\n\nsecond"},
+			map[string]any{"role": "user", "content": "firstsecond"}, // joined with "", as the reference does
 			map[string]any{"role": "assistant", "content": "Running.", "reasoning_content": "I should run ls.",
 				"tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
 					"function": map[string]any{"name": "bash", "arguments": `{"command":"ls"}`}}}},
@@ -322,14 +326,14 @@ func TestRequestBody(t *testing.T) {
 			map[string]any{"role": "assistant", "content": "", "reasoning_content": "",
 				"tool_calls": []any{map[string]any{"id": "call_2", "type": "function",
 					"function": map[string]any{"name": "bash", "arguments": `{"command":"pwd"}`}}}},
-			map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "/w"},
+			map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "(no output)"},
 			map[string]any{"role": "user", "content": "again"},
 		},
 		"tools": []any{
 			map[string]any{"type": "function", "function": map[string]any{"name": "bash", "description": "Run a command",
 				"parameters": map[string]any{"type": "object", "required": []any{"command"},
 					"properties": map[string]any{"command": map[string]any{"type": "string"}}}}},
-			map[string]any{"type": "function", "function": map[string]any{"name": "noargs", "description": "Takes nothing",
+			map[string]any{"type": "function", "function": map[string]any{"name": "noargs", "description": "",
 				"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}},
 		},
 	}
@@ -544,9 +548,6 @@ func TestCutStreamNotRetried(t *testing.T) {
 			writeSSE(w, contentDelta("par"))
 			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"content":"ti`)
 		},
-		"done without finish": func(w http.ResponseWriter) {
-			writeSSE(w, contentDelta("par"), "[DONE]")
-		},
 		"connection dropped": func(w http.ResponseWriter) {
 			writeSSE(w, contentDelta("par"))
 			conn, buf, err := w.(http.Hijacker).Hijack()
@@ -579,6 +580,27 @@ func TestCutStreamNotRetried(t *testing.T) {
 	}
 }
 
+// [DONE] with no finish_reason before it is a whole answer that stopped,
+// as the reference reads it (llm-deepseek/src/translate.ts: pendingFinish
+// ?? {kind: 'stop'}).
+func TestDoneWithoutFinishIsStop(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {
+		startSSE(w)
+		writeSSE(w, contentDelta("par"), "[DONE]")
+	})
+	p := newProvider(t, s, nil)
+	chunks, acc, err := collect(t, context.Background(), p, simpleRequest())
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if r, _ := acc.FinishReason(); r != (model.FinishReason{Kind: model.FinishStop}) {
+		t.Fatalf("finish = %+v, want stop", r)
+	}
+	if last := chunks[len(chunks)-1]; last.Type != model.ChunkFinish {
+		t.Fatalf("last chunk = %+v", last)
+	}
+}
+
 func TestFinishedStreamWithoutDone(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {
 		startSSE(w)
@@ -589,7 +611,7 @@ func TestFinishedStreamWithoutDone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if r, _ := acc.FinishReason(); r.Kind != model.FinishLength {
+	if r, _ := acc.FinishReason(); r.Kind != model.FinishMaxTokens {
 		t.Fatalf("finish = %+v", r)
 	}
 }
@@ -661,10 +683,10 @@ func TestFinishReasons(t *testing.T) {
 	for raw, want := range map[string]model.FinishReason{
 		"stop":                         {Kind: model.FinishStop},
 		"tool_calls":                   {Kind: model.FinishToolCalls},
-		"length":                       {Kind: model.FinishLength},
-		"content_filter":               {Kind: model.FinishContentFilter},
-		"insufficient_system_resource": {Kind: model.FinishError},
-		"function_call":                {Kind: model.FinishOther, Raw: "function_call"},
+		"length":                       {Kind: model.FinishMaxTokens},
+		"content_filter":               {Kind: model.FinishError, Message: "model stopped: content_filter", Code: "CONTENT_FILTER"},
+		"insufficient_system_resource": {Kind: model.FinishError, Message: "model stopped: insufficient_system_resource", Code: "INSUFFICIENT_SYSTEM_RESOURCE"},
+		"function_call":                {Kind: model.FinishError, Message: "model stopped: function_call", Code: "FUNCTION_CALL"},
 	} {
 		if got := *finishReason(raw); got != want {
 			t.Errorf("finishReason(%q) = %+v, want %+v", raw, got, want)

@@ -81,6 +81,11 @@ func (u *usagePayload) usage() *model.Usage {
 	return out
 }
 
+// finishReason maps DeepSeek's finish_reason to the reference harness's
+// vocabulary. Every reason but stop, tool_calls and length is a failure
+// whose code is the reason in capitals: content_filter is CONTENT_FILTER,
+// insufficient_system_resource INSUFFICIENT_SYSTEM_RESOURCE, and a reason
+// this code does not know yet is an error too, never a silent success.
 func finishReason(raw string) *model.FinishReason {
 	switch raw {
 	case "stop":
@@ -88,13 +93,9 @@ func finishReason(raw string) *model.FinishReason {
 	case "tool_calls":
 		return &model.FinishReason{Kind: model.FinishToolCalls}
 	case "length":
-		return &model.FinishReason{Kind: model.FinishLength}
-	case "content_filter":
-		return &model.FinishReason{Kind: model.FinishContentFilter}
-	case "insufficient_system_resource":
-		return &model.FinishReason{Kind: model.FinishError}
+		return &model.FinishReason{Kind: model.FinishMaxTokens}
 	}
-	return &model.FinishReason{Kind: model.FinishOther, Raw: raw}
+	return &model.FinishReason{Kind: model.FinishError, Message: "model stopped: " + raw, Code: strings.ToUpper(raw)}
 }
 
 // stream is one response being read and mapped to chunks.
@@ -393,7 +394,9 @@ func (s *stream) open(blockType string) (int, error) {
 // complete ends every block, then reports usage and the finish.
 func (s *stream) complete() error {
 	if s.finish == nil {
-		return fmt.Errorf("deepseek: %w: [DONE] without a finish reason", model.ErrStreamCut)
+		// [DONE] ends a whole answer: with no finish_reason before it,
+		// the model stopped (as the reference harness reads it).
+		s.finish = &model.FinishReason{Kind: model.FinishStop}
 	}
 	for i, b := range s.blocks {
 		part := b.part
