@@ -224,7 +224,15 @@ type RequestMeta struct {
 	ParentSessionID string `json:"parentSessionId,omitempty"`
 	Turn            int    `json:"turn"`
 	Step            int    `json:"step"`
+	// Purpose is empty for a step's request; PurposeCompaction for the
+	// summary request of a compaction, whose Step is the step it
+	// prepares.
+	Purpose string `json:"purpose,omitempty"`
 }
+
+// PurposeCompaction is the RequestMeta.Purpose of a compaction's summary
+// request.
+const PurposeCompaction = "compaction"
 
 // Provider answers model requests by streaming chunks to emit. It returns
 // when the answer is complete (after the finish chunk), when emit returns an

@@ -317,17 +317,23 @@ type CompactStart struct {
 	Turn int    `json:"turn"`
 }
 
-// CompactSummary records the summary and the surface events it replaces.
+// CompactSummary records the summary and the surface events it replaces,
+// with the reference harness's provenance fields: the surface range it
+// shadows, the seqs in it, and their estimated tokens.
 type CompactSummary struct {
-	ID           string  `json:"compactionId"`
-	Summary      Parts   `json:"summary"`
-	ShadowedSeqs []int64 `json:"shadowedSeqs"`
+	ID                 string       `json:"compactionId"`
+	Summary            Parts        `json:"summary"`
+	ShadowedRange      SurfaceRange `json:"shadowedRange"`
+	ShadowedSeqs       []int64      `json:"shadowedSeqs"`
+	ShadowedTokenCount int          `json:"shadowedTokenCount"`
 }
 
-// CompactEnd closes a compaction.
+// CompactEnd closes a compaction. Error is set when it failed; the
+// surface is then unchanged.
 type CompactEnd struct {
-	ID   string `json:"compactionId"`
-	Turn int    `json:"turn"`
+	ID    string `json:"compactionId"`
+	Turn  int    `json:"turn"`
+	Error string `json:"error,omitempty"`
 }
 
 func (TurnStart) EventType() string        { return TypeTurnStart }
