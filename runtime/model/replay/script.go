@@ -258,20 +258,26 @@ func (s *Script) addChunk(data json.RawMessage, index map[[2]int]int) error {
 
 // observeCompaction follows a compaction's events: compact/start gives the
 // turn, compact/summary the summary, and the next step/start the step.
+// Compaction records of a shape it does not know are skipped, as a loader
+// keeps event types it does not use; a step/start must be well formed.
 func (s *Script) observeCompaction(ev event, pending **Compaction) error {
 	var d compactData
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
-		return fmt.Errorf("%s: %v", ev.Type, err)
+		if ev.Type == eventStepStart {
+			return fmt.Errorf("%s: %v", ev.Type, err)
+		}
+		*pending = nil
+		return nil
 	}
 	switch ev.Type {
 	case eventCompactStart:
-		if d.Turn == nil {
-			return fmt.Errorf("%s without a turn", ev.Type)
+		*pending = nil
+		if d.Turn != nil {
+			*pending = &Compaction{Turn: *d.Turn, Step: -1}
 		}
-		*pending = &Compaction{Turn: *d.Turn, Step: -1}
 	case eventCompactSummary:
 		if *pending == nil {
-			return fmt.Errorf("%s without a compact/start", ev.Type)
+			return nil
 		}
 		var text bytes.Buffer
 		for _, p := range d.Summary {
