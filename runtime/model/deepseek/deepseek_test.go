@@ -232,14 +232,16 @@ func TestParallelToolCallsWithSplitArguments(t *testing.T) {
 	if parts := acc.Parts(); len(parts) != 3 || parts[0].Type != model.BlockReasoning {
 		t.Fatalf("parts = %+v, want reasoning then two calls", parts)
 	}
-	// Only the first fragment of a call carries its id and name.
+	// Every fragment is a delta repeating its call's id and name, as the
+	// reference writes them (llm-deepseek/src/translate.ts).
 	var named []string
 	for _, c := range chunks {
-		if c.Type == model.ChunkToolCallDelta && c.ID != "" {
-			named = append(named, fmt.Sprintf("%d:%s:%s", c.Index, c.ID, c.Name))
+		if c.Type == model.ChunkToolCallDelta {
+			named = append(named, fmt.Sprintf("%d:%s:%s:%s", c.Index, c.ID, c.Name, c.ArgumentsDelta))
 		}
 	}
-	if want := []string{"1:call_00_a:bash", "2:call_01_b:read"}; !reflect.DeepEqual(named, want) {
+	if want := []string{"1:call_00_a:bash:", `1:call_00_a:bash:{"command": `, `2:call_01_b:read:{"file_path"`,
+		`1:call_00_a:bash:"ls"}`, `2:call_01_b:read:: "a.txt"}`}; !reflect.DeepEqual(named, want) {
 		t.Fatalf("named deltas = %v, want %v", named, want)
 	}
 	if u, _ := acc.Usage(); u != wantUsage {

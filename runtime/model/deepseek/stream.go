@@ -377,11 +377,12 @@ func (s *stream) toolCall(tc toolCallPayload) error {
 	if tc.Function.Name != "" && tc.Function.Name != b.part.Name {
 		return malformedf("tool call %d changed name from %q to %q", apiIndex, b.part.Name, tc.Function.Name)
 	}
-	if tc.Function.Arguments == "" {
-		return nil
-	}
+	// Every fragment is a delta carrying the call's id and name, as the
+	// reference's translation writes them (llm-deepseek/src/translate.ts)
+	// and its recorded sessions hold them.
 	b.buf.WriteString(tc.Function.Arguments)
-	return s.send(model.Chunk{Type: model.ChunkToolCallDelta, Index: bi, ArgumentsDelta: tc.Function.Arguments})
+	return s.send(model.Chunk{Type: model.ChunkToolCallDelta, Index: bi,
+		ID: b.part.ID, Name: b.part.Name, ArgumentsDelta: tc.Function.Arguments})
 }
 
 // open starts the next block.
