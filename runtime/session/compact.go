@@ -6,7 +6,7 @@ import (
 
 // compactionPlugin is the Source.Plugin of the user message that carries a
 // compaction summary.
-const compactionPlugin = "compaction"
+const compactionPlugin = "compact"
 
 // Compaction describes a compaction for Session.Compact.
 type Compaction struct {
