@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
@@ -187,5 +189,26 @@ func TestLateBoundModelSupplyPath(t *testing.T) {
 	res = f.prompt(t, "again")
 	if res.End.Kind != session.EndError || !errors.Is(res.Err, prompt.ErrNoValue) {
 		t.Fatalf("without the supplier: %+v", res)
+	}
+}
+
+// A Wasm policy plugin subscribing to a tool event's former name is
+// refused at load, with the new name in the error: otherwise it would load
+// and silently never be called.
+func TestPluginSubscriptionToOldToolEventRefused(t *testing.T) {
+	reg := newRegistry(t, testPersona)
+	bus := events.New(discard)
+	host := newHost(t, reg, bus)
+	path, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{"tool/pre-execute", "tool/post-execute"} {
+		cfg, _ := json.Marshal(map[string]any{"subscribe": []map[string]any{{"event": old, "mode": hostfns.ModeWaterfall}}})
+		_, err := host.Load(context.Background(), plugin.Spec{Name: "policy", Source: path, Config: cfg})
+		want := "subscribe to tools/" + strings.TrimPrefix(old, "tool/")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("loading a plugin subscribed to %s = %v, want an error naming %q", old, err, want)
+		}
 	}
 }
