@@ -862,3 +862,47 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A cancelled step leaves calls that never ran without a result, as the
+// reference records it; the request shows the model only the calls that
+// ran, since the API refuses a tool call without a response.
+func TestUnansweredToolCallsDropped(t *testing.T) {
+	p := newProvider(t, newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {}), nil)
+	body, err := p.encodeRequest(&model.Request{Model: "m", Messages: []model.Message{
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "go"}}},
+		{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.BlockToolCall, ID: "a", Name: "bash", Arguments: `{}`},
+			{Type: model.BlockToolCall, ID: "b", Name: "bash", Arguments: `{}`},
+		}},
+		{Role: model.RoleTool, ToolCallID: "a", Content: []model.Part{{Type: model.BlockText, Text: "ran"}}},
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "next"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","messages":[{"role":"user","content":"go"},` +
+		`{"role":"assistant","content":"","reasoning_content":"","tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"a","content":"ran"},{"role":"user","content":"next"}],"stream":true,"stream_options":{"include_usage":true}}`
+	if string(body) != want {
+		t.Fatalf("body:\n%s\nwant:\n%s", body, want)
+	}
+}
+
+func TestAssistantWithOnlyUnansweredCallsDropped(t *testing.T) {
+	p := newProvider(t, newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {}), nil)
+	body, err := p.encodeRequest(&model.Request{Model: "m", Messages: []model.Message{
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "go"}}},
+		{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.BlockReasoning, Text: "hm"},
+			{Type: model.BlockToolCall, ID: "a", Name: "bash", Arguments: `{}`},
+		}},
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "next"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","messages":[{"role":"user","content":"go"},{"role":"user","content":"next"}],"stream":true,"stream_options":{"include_usage":true}}`
+	if string(body) != want {
+		t.Fatalf("body:\n%s\nwant:\n%s", body, want)
+	}
+}

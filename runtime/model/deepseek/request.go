@@ -153,6 +153,7 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 		}
 		body.Messages = append(body.Messages, cm)
 	}
+	body.Messages = dropUnansweredCalls(body.Messages)
 	keepToolTurnReasoning(body.Messages)
 	for i, t := range req.Tools {
 		if t.Name == "" {
@@ -235,6 +236,41 @@ func encodeMessage(m model.Message) (chatMessage, error) {
 		return cm, nil
 	}
 	return chatMessage{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// dropUnansweredCalls removes from each assistant message the tool calls
+// that no tool message answers before the next user or assistant
+// message. A turn cancelled between two calls of one step records nothing
+// for the calls that did not run, as the reference harness does, and the
+// API refuses a request in which a tool call has no response; the model
+// is shown only the calls that ran. An assistant message left with no
+// text and no call says nothing to the model, and is left out.
+func dropUnansweredCalls(msgs []chatMessage) []chatMessage {
+	out := msgs[:0]
+	for i := range msgs {
+		if msgs[i].Role != "assistant" || len(msgs[i].ToolCalls) == 0 {
+			out = append(out, msgs[i])
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			if m.Role != "tool" {
+				break
+			}
+			answered[m.ToolCallID] = true
+		}
+		calls := msgs[i].ToolCalls[:0:0]
+		for _, c := range msgs[i].ToolCalls {
+			if answered[c.ID] {
+				calls = append(calls, c)
+			}
+		}
+		msgs[i].ToolCalls = calls
+		if len(calls) > 0 || msgs[i].Content != "" {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
 }
 
 // keepToolTurnReasoning applies DeepSeek's thinking-mode rule: within a
