@@ -364,8 +364,14 @@ func (h *Host) EndAgent(ctx context.Context, agentID string) {
 		ps = append(ps, p)
 	}
 	h.mu.RUnlock()
+	// Stop the agent's calls and commands in every plugin first, so that
+	// they wind down together and the closes below wait closeWait in all.
 	for _, p := range ps {
-		p.endAgent(agentID)
+		p.haltAgent(agentID)
+	}
+	deadline := time.Now().Add(closeWait)
+	for _, p := range ps {
+		p.endAgent(agentID, deadline)
 	}
 }
 

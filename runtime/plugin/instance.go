@@ -225,6 +225,12 @@ func (in *instance) isClosed() bool { return in.closed.Load() || in.mod.IsClosed
 // for that at most closeWait, and past it the call finalises the instance
 // itself when it ends. It reports whether the instance is finalised.
 func (in *instance) close(why error) bool {
+	return in.closeBy(why, time.Now().Add(closeWait))
+}
+
+// closeBy is close waiting until deadline at most, so that closing many
+// instances waits closeWait in all, not for each.
+func (in *instance) closeBy(why error, deadline time.Time) bool {
 	in.closed.Store(true)
 	in.closeOnce.Do(func() { close(in.closing) })
 	if in.guard != nil {
@@ -233,7 +239,7 @@ func (in *instance) close(why error) bool {
 	select {
 	case in.sem <- struct{}{}:
 	default:
-		t := time.NewTimer(closeWait)
+		t := time.NewTimer(max(time.Until(deadline), 0))
 		defer t.Stop()
 		select {
 		case in.sem <- struct{}{}:

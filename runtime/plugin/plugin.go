@@ -334,7 +334,7 @@ func (p *Plugin) close(why error) {
 		}
 	}
 	for _, in := range insts {
-		if !in.close(why) {
+		if !in.closeBy(why, deadline) {
 			late = append(late, in)
 		}
 	}
@@ -412,9 +412,26 @@ func (s *agentSlot) waitReady(deadline time.Time) bool {
 	}
 }
 
+// haltAgent stops the agent's call in progress, if any, and kills its
+// commands; endAgent then closes its instance.
+func (p *Plugin) haltAgent(agentID string) {
+	p.mu.Lock()
+	s := p.agents[agentID]
+	p.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if in := s.ready2(); in != nil {
+		in.guard.halt(errAgentEnd)
+	}
+	if s.facts != nil && s.facts.Session != "" {
+		p.endExecScope(s.facts.Session)
+	}
+}
+
 // endAgent stops the agent's call in progress and its commands, and closes
-// its instance, waiting at most closeWait.
-func (p *Plugin) endAgent(agentID string) {
+// its instance, waiting until deadline at most.
+func (p *Plugin) endAgent(agentID string, deadline time.Time) {
 	p.mu.Lock()
 	s := p.agents[agentID]
 	delete(p.agents, agentID)
@@ -432,7 +449,7 @@ func (p *Plugin) endAgent(agentID string) {
 	if s == nil {
 		return
 	}
-	if !s.waitReady(time.Now().Add(closeWait)) {
+	if !s.waitReady(deadline) {
 		go func() {
 			<-s.ready
 			if s.inst != nil {
@@ -442,7 +459,7 @@ func (p *Plugin) endAgent(agentID string) {
 		return
 	}
 	if s.inst != nil {
-		s.inst.close(errAgentEnd)
+		s.inst.closeBy(errAgentEnd, deadline)
 	}
 }
 
