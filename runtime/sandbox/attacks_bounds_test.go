@@ -114,8 +114,11 @@ func heapNow() uint64 {
 	return m.HeapAlloc
 }
 
-// heapGrowth bounds what an attack may leave the host holding.
-const heapGrowth = 32 << 20
+// heapGrowth bounds what an attack may leave the host holding: the
+// attacks here would leave 512 MiB to 1 GiB; the bound leaves room for
+// what a busy process's heap does meanwhile (one plugin's 64 MiB of
+// linear memory not yet collected, say).
+const heapGrowth = 64 << 20
 
 func (e *env) wantHeap(what string, before uint64) uint64 {
 	e.t.Helper()
