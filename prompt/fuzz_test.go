@@ -76,6 +76,23 @@ func FuzzRender(f *testing.F) {
 		vars := parseFuzzVars(spec)
 		got, err := RenderText("fuzz", text, vars)
 		want, wantErr := referenceRender(text, vars)
+		// The registration-time check agrees with Render: it refuses
+		// exactly the texts Render refuses whatever the variables, with
+		// the same error, and finds exactly the names Render looks up.
+		refs, refErr := References("fuzz", text)
+		syntax := errors.Is(err, ErrMalformedReference) || errors.Is(err, ErrUnbalancedBraces)
+		if syntax != (refErr != nil) || syntax && refErr.Error() != err.Error() {
+			t.Fatalf("text %q: References err = %v, Render err = %v", text, refErr, err)
+		}
+		if refErr == nil {
+			all := map[string]Value{}
+			for _, r := range refs {
+				all[r] = Value{Text: "v", OK: true}
+			}
+			if _, err := RenderText("fuzz", text, all); err != nil {
+				t.Fatalf("text %q: with every reference %q defined, Render fails: %v", text, refs, err)
+			}
+		}
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("text %q vars %q: Render err = %v, reference err = %v", text, spec, err, wantErr)
 		}
