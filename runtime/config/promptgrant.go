@@ -40,8 +40,8 @@ func (p PromptGrant) CheckOrder(section string, order int) error {
 	if order >= lo && order <= hi {
 		return nil
 	}
-	return fmt.Errorf("%w: section %q at order %d is outside grants.prompt.order %s (the harness's identity is at -100, the persona at 0); an operator may widen it, e.g. grants.prompt.order: [%d, %d]",
-		ErrNotGranted, section, order, FormatOrderRange(lo, hi), min(order, lo), max(order, hi))
+	return fmt.Errorf("%w: section %q at order %d is outside grants.prompt.order %s (the harness's identity is at -100, the persona at 0); only the operator can widen the range",
+		ErrNotGranted, section, order, FormatOrderRange(lo, hi))
 }
 
 // FormatOrderRange writes a range as the config would: [1, max].

@@ -127,6 +127,8 @@ type Host struct {
 	// loadMu serialises loads, unloads and reloads, which are registry
 	// updates that may run guest code.
 	loadMu sync.Mutex
+	// refsChecked: CheckReferences ran; later loads are checked at once.
+	refsChecked bool
 }
 
 // New returns a host.
@@ -182,7 +184,13 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
-	err = h.reg.Update(func(tx *prompt.Tx) error { return p.runInit(ctx, tx) })
+	dangling := h.reg.Dangling()
+	err = h.reg.Update(func(tx *prompt.Tx) error {
+		if err := p.runInit(ctx, tx); err != nil {
+			return err
+		}
+		return h.checkNewDangling(tx, dangling)
+	})
 	if err != nil {
 		p.close(ctx)
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
@@ -224,11 +232,15 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
+	dangling := h.reg.Dangling()
 	err = h.reg.Update(func(tx *prompt.Tx) error {
 		if err := old.contrib.removeAll(tx); err != nil {
 			return err
 		}
-		return p.runInit(ctx, tx)
+		if err := p.runInit(ctx, tx); err != nil {
+			return err
+		}
+		return h.checkNewDangling(tx, dangling)
 	})
 	if err != nil {
 		old.contrib.restore()
@@ -241,6 +253,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.plugins[name] = p
 	h.mu.Unlock()
 	old.close(ctx)
+	h.logDangling(name, dangling)
 	return p, nil
 }
 
@@ -248,6 +261,13 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 func (h *Host) Unload(ctx context.Context, name string) error {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
+	return h.unloadLocked(ctx, name)
+}
+
+// unloadLocked is Unload with loadMu held. Sections of other plugins that
+// referenced the plugin's variables are logged as dangling.
+func (h *Host) unloadLocked(ctx context.Context, name string) error {
+	dangling := h.reg.Dangling()
 	h.mu.Lock()
 	p := h.plugins[name]
 	delete(h.plugins, name)
@@ -262,6 +282,7 @@ func (h *Host) Unload(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("unload plugin %q: %w", name, err)
 	}
+	h.logDangling(name, dangling)
 	return nil
 }
 

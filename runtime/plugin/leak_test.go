@@ -23,7 +23,7 @@ func TestNoLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := h.Load(bg, Spec{Name: "kit", Source: src, Limits: Limits{CallTimeout: 200 * time.Millisecond}, Config: cfg(t, map[string]any{
-		"sections": []map[string]any{{"name": "kit:dyn", "dynamic": true}}, "variables": []string{"kv"},
+		"sections": []map[string]any{{"name": "kit:dyn", "order": 1, "dynamic": true}}, "variables": []string{"kv"},
 		"tools": []string{"counter", "trap", "spin"}, "subscribe": []map[string]any{{"event": "custom/ping"}},
 	})})
 	if err != nil {
