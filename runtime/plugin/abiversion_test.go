@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -28,7 +29,13 @@ func TestABIVersionRunsUnderBudget(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		t.Logf("Load returned: %v", err)
+		var ce *CallError
+		if !errors.Is(err, ErrComputeBudget) || !errors.As(err, &ce) || ce.Export != "dsh_abi_version" || ce.Plugin != "spin" {
+			t.Fatalf("Load = %v; want the compute budget to stop dsh_abi_version", err)
+		}
+		if h.Plugin("spin") != nil || len(h.Plugins()) != 0 {
+			t.Fatalf("a plugin whose ABI check was killed is loaded: %v", h.Plugins())
+		}
 	case <-time.After(5 * time.Second):
 		// show the registry writer lock is held
 		upd := make(chan struct{})
