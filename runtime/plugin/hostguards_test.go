@@ -168,7 +168,10 @@ func TestLogMessageIsCut(t *testing.T) {
 	const limit = 64 << 10
 	exact := strings.Repeat("e", limit)
 	long := strings.Repeat("L", 3*limit)
-	req := func(msg string) string { b, _ := json.Marshal(hostfns.LogRequest{Level: "info", Message: msg}); return string(b) }
+	req := func(msg string) string {
+		b, _ := json.Marshal(hostfns.LogRequest{Level: "info", Message: msg})
+		return string(b)
+	}
 	got := probe(t, h, agent("a", "m"),
 		map[string]any{"fn": hostfns.FnLog, "req": req(exact)},
 		map[string]any{"fn": hostfns.FnLog, "req": req(long)},
