@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
@@ -39,7 +40,7 @@ func daemonScript(marker string) string {
 // execjail's package doc and docs/SECURITY.md).
 func requireStrongIsolation(e *env) {
 	if m := execjail.Isolation(); m == execjail.ModeProcessGroup || m == "" {
-		e.t.Skipf("execjail isolation here is %q: %s", m, m.Describe())
+		prereq.Missing(e.t, "execjail isolation here is %q: %s", m, m.Describe())
 	}
 }
 

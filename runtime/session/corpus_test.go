@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
@@ -179,7 +180,7 @@ func TestCorpusMessages(t *testing.T) {
 		t.Helper()
 		p, ok := byName[name]
 		if !ok {
-			t.Skipf("corpus file %s missing", name)
+			prereq.Missing(t, "corpus file %s missing", name)
 		}
 		log, err := ReadFile(p)
 		if err != nil {
