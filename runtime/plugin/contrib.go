@@ -152,7 +152,13 @@ func (c *contrib) withTx(cs *callState, fn func(tx *prompt.Tx) error) error {
 		if c.removed {
 			return errRemoved
 		}
-		return fn(tx)
+		// A registration after the load is checked like a load: it may
+		// not leave a reference unresolved once the deployment is whole.
+		before := tx.Dangling()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return c.p.h.checkNewDangling(tx, before)
 	})
 }
 
@@ -165,6 +171,8 @@ func registrationStatus(err error, plugin string, max int) (hostfns.Status, stri
 		return hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", plugin, max)
 	case errors.Is(err, errRemoved):
 		return hostfns.ErrDenied, err.Error()
+	case errors.Is(err, ErrUnresolvedReference):
+		return hostfns.ErrRule, err.Error()
 	}
 	return hostfns.ErrInternal, err.Error()
 }

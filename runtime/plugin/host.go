@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -127,8 +128,10 @@ type Host struct {
 	// loadMu serialises loads, unloads and reloads, which are registry
 	// updates that may run guest code.
 	loadMu sync.Mutex
-	// refsChecked: CheckReferences ran; later loads are checked at once.
-	refsChecked bool
+	// refsChecked: CheckReferences ran; later loads and registrations
+	// are checked at once. Atomic: it is read under the registry's and a
+	// contribution's locks, where h.mu may not be taken.
+	refsChecked atomic.Bool
 }
 
 // New returns a host.

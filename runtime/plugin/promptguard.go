@@ -86,9 +86,7 @@ func (h *Host) Dangling() []prompt.Dangling { return h.reg.Dangling() }
 func (h *Host) CheckReferences(ctx context.Context) error {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
-	h.mu.Lock()
-	h.refsChecked = true
-	h.mu.Unlock()
+	h.refsChecked.Store(true)
 	var errs []error
 	reported := map[prompt.Dangling]bool{}
 	for {
@@ -131,10 +129,7 @@ func (h *Host) CheckReferences(ctx context.Context) error {
 // deployment has called CheckReferences. With an assemble hook present it
 // only warns.
 func (h *Host) checkNewDangling(tx *prompt.Tx, before []prompt.Dangling) error {
-	h.mu.RLock()
-	checked := h.refsChecked
-	h.mu.RUnlock()
-	if !checked {
+	if !h.refsChecked.Load() {
 		return nil
 	}
 	var errs []error

@@ -455,3 +455,42 @@ func TestFailedReloadRestoresOldPlugin(t *testing.T) {
 		t.Fatalf("left after unload: %v %v %v", s, v, tools)
 	}
 }
+
+// Once the deployment is checked, a registration the load-time instance
+// makes later is checked too: it may not add a reference nobody provides,
+// nor take away a variable another plugin's section references.
+func TestLateRegistrationsKeepReferencesResolved(t *testing.T) {
+	h := newHost(t)
+	harness(t, h)
+	if _, err := h.Load(bg, kitSpec(t, "owner", map[string]any{"variables": []string{"kv"}, "tools": []string{"probe"}}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Load(bg, kitSpec(t, "user", map[string]any{"sections": []map[string]any{section("user:s", 6, "{{kv}}")}}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckReferences(bg); err != nil {
+		t.Fatal(err)
+	}
+	got := probe(t, h, nil,
+		map[string]any{"fn": "section_register", "req": `{"name":"owner:late","order":7,"text":"on {{nope}}"}`},
+		map[string]any{"fn": "variable_unregister", "req": `{"name":"kv"}`},
+		map[string]any{"fn": "section_register", "req": `{"name":"owner:ok","order":7,"text":"on {{kv}} and {{model}}"}`},
+	)
+	if !strings.Contains(got[0].Message, `plugin "owner": section "owner:late" references {{nope}}`) {
+		t.Errorf("late section with a dangling reference: %+v", got[0])
+	}
+	if !strings.Contains(got[1].Message, `plugin "user": section "user:s" references {{kv}}`) {
+		t.Errorf("unregistering a referenced variable: %+v", got[1])
+	}
+	if got[2].Status != 0 {
+		t.Errorf("control: %+v", got[2])
+	}
+	for _, r := range got[:2] {
+		if r.Status.String() != "rule broken" {
+			t.Errorf("status %v, want rule broken", r.Status)
+		}
+	}
+	if got, err := render(t, h, agent("a", "m")); err != nil || got != wantPrompt+"\n\nkv:m\n\non kv:m and m" {
+		t.Fatalf("prompt = %q, %v", got, err)
+	}
+}
