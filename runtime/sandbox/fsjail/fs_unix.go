@@ -69,6 +69,7 @@ func (r *rootFS) Close() error {
 
 // OpenFile implements sys.FS.
 func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return nil, experimentalsys.ENOENT
 	}
@@ -174,14 +175,32 @@ func splitParent(name string) (dir, base string, trailingSlash bool) {
 	return trimmed[:i], trimmed[i+1:], trailingSlash
 }
 
+// rel turns a name wazero passes into one relative to the root. wazero's
+// sys.FS contract makes every name relative to the mount, and it names a
+// directory the guest opened as "." (or "/") by "", so a guest working
+// relative to such a descriptor (Rust std, C openat on a pre-open) reaches
+// the jail as "/name": the mount's root, never the host's. wazero has
+// already refused guest paths that are absolute or climb out with "..";
+// whatever remains is resolved by os.Root, which refuses every escape.
+// Only the empty name stays empty (ENOENT); "/" alone is the root.
+func rel(name string) string {
+	if name == "" || name[0] != '/' {
+		return name
+	}
+	name = strings.TrimLeft(name, "/")
+	if name == "" {
+		return "."
+	}
+	return name
+}
+
 // target splits name for an operation on its final component and rejects
 // names that cannot denote an entry of the root.
 func target(name string) (dir, base string, trailingSlash bool, errno experimentalsys.Errno) {
+	name = rel(name)
 	switch {
 	case name == "":
 		return "", "", false, experimentalsys.ENOENT
-	case strings.HasPrefix(name, "/"):
-		return "", "", false, experimentalsys.EPERM // absolute: outside every root
 	case strings.IndexByte(name, 0) >= 0:
 		return "", "", false, experimentalsys.EINVAL
 	}
@@ -203,6 +222,7 @@ func isDirMode(mode uint32) bool {
 
 // Lstat implements sys.FS.
 func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
 	}
@@ -215,6 +235,7 @@ func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements sys.FS.
 func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
 	}
@@ -227,6 +248,7 @@ func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements sys.FS.
 func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -238,6 +260,7 @@ func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
 
 // Chmod implements sys.FS. Only the permission bits of perm are applied.
 func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
+	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -249,6 +272,7 @@ func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
 
 // Utimens implements sys.FS.
 func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {
+	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -371,6 +395,7 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 // Link implements sys.FS. Both names are resolved in this root; a symlink
 // in oldName's final component is linked itself, not its target.
 func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
+	oldName, newName = rel(oldName), rel(newName)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -383,6 +408,7 @@ func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
 // Symlink implements sys.FS. Absolute targets are refused with EPERM, as
 // the WASI filesystem rules require; relative targets are stored verbatim.
 func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
+	linkName = rel(linkName)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -399,6 +425,7 @@ func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
 
 // Readlink implements sys.FS.
 func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return "", experimentalsys.ENOENT
 	}
