@@ -50,12 +50,12 @@ func wasiTestsuiteDir(t *testing.T) string {
 // wasiTest is one test of the suite: NAME.wasm and its optional NAME.json.
 type wasiTest struct {
 	suite, name, wasm string
-	Args             []string          `json:"args"`
-	Env              map[string]string `json:"env"`
-	Root             string            `json:"root"`
-	ExitCode         uint32            `json:"exit_code"`
-	Stdout           string            `json:"stdout"`
-	Stderr           string            `json:"stderr"`
+	Args              []string          `json:"args"`
+	Env               map[string]string `json:"env"`
+	Root              string            `json:"root"`
+	ExitCode          uint32            `json:"exit_code"`
+	Stdout            string            `json:"stdout"`
+	Stderr            string            `json:"stderr"`
 }
 
 func loadWASITests(t *testing.T, dir string) []*wasiTest {
