@@ -46,6 +46,36 @@ func newFile(f *os.File, flag experimentalsys.Oflag, readOnly bool, open *openCo
 	return &file{f: f, rc: rc, flag: flag, readOnly: readOnly, open: open}, 0
 }
 
+// checkFileType refuses what the jail does not serve: FIFOs, sockets and
+// devices, which a granted directory may hold (the host's, or made by a
+// command the plugin ran). Reading or writing one can block the host's
+// thread for as long as the other end likes, or reach a device. They fail
+// with ENOTSUP, without blocking: the file was opened O_NONBLOCK, which
+// this then clears on what it keeps, so reads and writes behave as the
+// guest asked.
+func (f *file) checkFileType(flag experimentalsys.Oflag) experimentalsys.Errno {
+	var st unix.Stat_t
+	if err := f.control(func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
+		return toErrno(err)
+	}
+	switch uint32(st.Mode) & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
+	default:
+		return experimentalsys.ENOTSUP
+	}
+	if flag&experimentalsys.O_NONBLOCK != 0 {
+		return 0
+	}
+	return toErrno(f.control(func(fd int) error {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil || fl&unix.O_NONBLOCK == 0 {
+			return err
+		}
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+		return err
+	}))
+}
+
 // control runs fn with the file's descriptor, which stays valid meanwhile.
 func (f *file) control(fn func(fd int) error) error {
 	var opErr error

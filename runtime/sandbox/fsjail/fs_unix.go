@@ -79,7 +79,11 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	if r.readOnly && flag&writeFlags != 0 {
 		return nil, experimentalsys.EROFS
 	}
-	osFlag := toOSFlag(flag)
+	// Always open non-blocking: opening a FIFO blocks until its other end
+	// opens, and a device's open may block too. Only regular files,
+	// directories and symlinks (with O_NOFOLLOW) are served; see
+	// checkFileType.
+	osFlag := toOSFlag(flag) | unix.O_NONBLOCK
 	perm &= fs.ModePerm
 
 	if !r.open.acquire() {
@@ -105,6 +109,9 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 		return nil, errno
 	}
 	file, errno := newFile(f, flag, r.readOnly, r.open)
+	if errno == 0 {
+		errno = file.checkFileType(flag)
+	}
 	if errno != 0 {
 		_ = f.Close()
 		r.open.release()
