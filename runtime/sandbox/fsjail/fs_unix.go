@@ -29,6 +29,12 @@ type rootFS struct {
 	root     *os.Root
 	readOnly bool
 	open     *openCounter
+
+	// id is the root directory's identity; nested maps the identity of
+	// every other mount's root to its read-only flag (see nested_unix.go).
+	// Both are set once by New, before the mount is used.
+	id     devIno
+	nested map[devIno]bool
 }
 
 var _ experimentalsys.FS = (*rootFS)(nil)
@@ -91,9 +97,12 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	}
 	var (
 		f   *os.File
+		ro  = r.readOnly
 		err error
 	)
-	if flag&experimentalsys.O_NOFOLLOW != 0 {
+	if r.hasNested() {
+		f, ro, err = r.openNested(name, flag, osFlag, perm)
+	} else if flag&experimentalsys.O_NOFOLLOW != 0 {
 		f, err = r.openNoFollow(name, osFlag, perm)
 	} else {
 		f, err = r.root.OpenFile(name, osFlag, perm)
@@ -108,7 +117,7 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 		}
 		return nil, errno
 	}
-	file, errno := newFile(f, flag, r.readOnly, r.open)
+	file, errno := newFile(f, flag, ro, r.open)
 	if errno == 0 {
 		errno = file.checkFileType(flag)
 	}
@@ -118,6 +127,12 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 		return nil, errno
 	}
 	return file, 0
+}
+
+// hasNested reports whether other mounts' roots may lie below this
+// read-write mount, so that mutations must find the innermost one.
+func (r *rootFS) hasNested() bool {
+	return !r.readOnly && len(r.nested) > 0
 }
 
 // openNoFollow opens name without following a symlink in its final
@@ -262,6 +277,19 @@ func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
 	if name == "" {
 		return experimentalsys.ENOENT
 	}
+	if r.hasNested() {
+		dir, base, _, errno := target(name)
+		if errno != 0 {
+			return errno
+		}
+		return toErrno(r.inParent(dir, func(dirfd int) error {
+			if err := r.writableAt(dirfd); err != nil {
+				return err
+			}
+			_, err := retryEINTR(func() (int, error) { return 0, unix.Mkdirat(dirfd, base, uint32(perm&fs.ModePerm)) })
+			return err
+		}))
+	}
 	return toErrno(r.root.Mkdir(name, perm&fs.ModePerm))
 }
 
@@ -273,6 +301,9 @@ func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
 	}
 	if name == "" {
 		return experimentalsys.ENOENT
+	}
+	if r.hasNested() {
+		return r.onNestedFile(name, func(f *os.File) error { return f.Chmod(perm & fs.ModePerm) })
 	}
 	return toErrno(r.root.Chmod(name, perm&fs.ModePerm))
 }
@@ -286,7 +317,35 @@ func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {
 	if name == "" {
 		return experimentalsys.ENOENT
 	}
+	if r.hasNested() {
+		return r.onNestedFile(name, func(f *os.File) error {
+			rc, err := f.SyscallConn()
+			if err != nil {
+				return err
+			}
+			var opErr error
+			if err := rc.Control(func(fd uintptr) { opErr = futimens(int(fd), atim, mtim) }); err != nil {
+				return err
+			}
+			return opErr
+		})
+	}
 	return toErrno(r.root.Chtimes(name, nanosToTime(atim), nanosToTime(mtim)))
+}
+
+// onNestedFile applies fn to name, following symlinks, in a mount with
+// nested mounts: the file is opened (read-only, without blocking) through
+// openNested, which tells whether it lies in a read-only area.
+func (r *rootFS) onNestedFile(name string, fn func(*os.File) error) experimentalsys.Errno {
+	f, ro, err := r.openNested(name, experimentalsys.O_RDONLY, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return toErrno(err)
+	}
+	defer f.Close()
+	if ro {
+		return experimentalsys.EROFS
+	}
+	return toErrno(fn(f))
 }
 
 // nanosToTime converts a wazero timestamp; the zero time.Time tells os to
@@ -316,6 +375,14 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 	}
 	err := r.inParent(fromDir, func(fromfd int) error {
 		return r.inParent(toDir, func(tofd int) error {
+			if r.hasNested() {
+				for _, err := range []error{r.writableAt(fromfd), r.writableAt(tofd),
+					r.notReadOnlyRoot(fromfd, fromBase), r.notReadOnlyRoot(tofd, toBase)} {
+					if err != nil {
+						return err
+					}
+				}
+			}
 			if fromSlash || toSlash {
 				// A trailing slash only names a directory. The kernel
 				// does not follow a symlink here either.
@@ -352,6 +419,11 @@ func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
 		return experimentalsys.ENOTEMPTY
 	}
 	err := r.inParent(dir, func(dirfd int) error {
+		if r.hasNested() {
+			if err := errors.Join(r.writableAt(dirfd), r.notReadOnlyRoot(dirfd, base)); err != nil {
+				return err
+			}
+		}
 		_, err := retryEINTR(func() (int, error) {
 			return 0, unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
 		})
@@ -373,6 +445,11 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 		return experimentalsys.EISDIR
 	}
 	err := r.inParent(dir, func(dirfd int) error {
+		if r.hasNested() {
+			if err := r.writableAt(dirfd); err != nil {
+				return err
+			}
+		}
 		if trailingSlash {
 			// "name/" names a directory, which unlink never removes.
 			st, err := lstatAt(dirfd, base)
@@ -409,6 +486,9 @@ func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
 	if oldName == "" || newName == "" {
 		return experimentalsys.ENOENT
 	}
+	if r.hasNested() {
+		return r.linkNested(oldName, newName)
+	}
 	return toErrno(r.root.Link(oldName, newName))
 }
 
@@ -427,6 +507,19 @@ func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
 	case strings.IndexByte(oldName, 0) >= 0:
 		return experimentalsys.EINVAL
 	}
+	if r.hasNested() {
+		dir, base, _, errno := target(linkName)
+		if errno != 0 {
+			return errno
+		}
+		return toErrno(r.inParent(dir, func(dirfd int) error {
+			if err := r.writableAt(dirfd); err != nil {
+				return err
+			}
+			_, err := retryEINTR(func() (int, error) { return 0, unix.Symlinkat(oldName, dirfd, base) })
+			return err
+		}))
+	}
 	return toErrno(r.root.Symlink(oldName, linkName))
 }
 
@@ -441,6 +534,33 @@ func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
 		return "", toErrno(err)
 	}
 	return dst, 0
+}
+
+// linkNested makes a hard link in a mount with nested mounts. Both
+// directories must be writable: a link out of a read-only area would make
+// its file writable through the new name.
+func (r *rootFS) linkNested(oldName, newName string) experimentalsys.Errno {
+	oldDir, oldBase, oldSlash, errno := target(oldName)
+	if errno != 0 {
+		return errno
+	}
+	newDir, newBase, newSlash, errno := target(newName)
+	if errno != 0 {
+		return errno
+	}
+	if isDot(oldBase) || isDot(newBase) || oldSlash || newSlash {
+		// Directories cannot be hard linked; let os.Root say how.
+		return toErrno(r.root.Link(oldName, newName))
+	}
+	return toErrno(r.inParent(oldDir, func(oldfd int) error {
+		return r.inParent(newDir, func(newfd int) error {
+			if err := errors.Join(r.writableAt(oldfd), r.writableAt(newfd)); err != nil {
+				return err
+			}
+			_, err := retryEINTR(func() (int, error) { return 0, unix.Linkat(oldfd, oldBase, newfd, newBase, 0) })
+			return err
+		})
+	}))
 }
 
 func isDot(base string) bool {

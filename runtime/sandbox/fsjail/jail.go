@@ -91,6 +91,12 @@ func New(mounts []Mount) (*Jail, error) {
 		}
 		j.fss = append(j.fss, fs)
 	}
+	if len(j.fss) > 1 {
+		if err := linkNested(j.fss); err != nil {
+			_ = j.Close()
+			return nil, fmt.Errorf("fsjail: %w", err)
+		}
+	}
 	return j, nil
 }
 
