@@ -2,7 +2,7 @@
 
 package fsjail
 
-func openMount(Mount, *openCounter) (mountFS, error) {
+func openMount(Mount, *openCounter, *Quota) (mountFS, error) {
 	return nil, ErrUnsupportedPlatform
 }
 

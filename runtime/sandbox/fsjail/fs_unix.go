@@ -29,6 +29,7 @@ type rootFS struct {
 	root     *os.Root
 	readOnly bool
 	open     *openCounter
+	quota    *Quota // nil: no quota
 
 	// id is the root directory's identity; nested maps the identity of
 	// every other mount's root to its read-only flag (see nested_unix.go).
@@ -39,7 +40,7 @@ type rootFS struct {
 
 var _ experimentalsys.FS = (*rootFS)(nil)
 
-func openMount(m Mount, open *openCounter) (mountFS, error) {
+func openMount(m Mount, open *openCounter, quota *Quota) (mountFS, error) {
 	root, err := os.OpenRoot(m.HostPath)
 	if err != nil {
 		// os.OpenRoot reports a non-directory with an untyped error.
@@ -57,7 +58,7 @@ func openMount(m Mount, open *openCounter) (mountFS, error) {
 	}
 	_ = dir.Close()
 	learnEscapeError(root)
-	return &rootFS{root: root, readOnly: m.ReadOnly, open: open}, nil
+	return &rootFS{root: root, readOnly: m.ReadOnly, open: open, quota: quota}, nil
 }
 
 // String implements fmt.Stringer for wazero's logging.
@@ -85,6 +86,70 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	if r.readOnly && flag&writeFlags != 0 {
 		return nil, experimentalsys.EROFS
 	}
+	var (
+		f     *file
+		errno experimentalsys.Errno
+	)
+	if r.quota == nil || r.readOnly {
+		f, errno = r.openFile(name, flag, perm)
+	} else {
+		f, errno = r.openCharged(name, flag, perm)
+	}
+	if errno != 0 {
+		return nil, errno
+	}
+	return f, 0
+}
+
+// openCharged opens name under the mount's quota: a file it creates costs
+// one, and O_TRUNC truncates through the file so that the bytes it frees
+// are given back.
+func (r *rootFS) openCharged(name string, flag experimentalsys.Oflag, perm fs.FileMode) (*file, experimentalsys.Errno) {
+	trunc := flag&experimentalsys.O_TRUNC != 0 && flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0
+	flag &^= experimentalsys.O_TRUNC
+	create := func(flag experimentalsys.Oflag) (*file, experimentalsys.Errno) {
+		if err := r.quota.Charge(0, 1); err != nil {
+			return nil, experimentalsys.EIO
+		}
+		f, errno := r.openFile(name, flag, perm)
+		if errno != 0 {
+			r.quota.Release(0, 1)
+		}
+		return f, errno
+	}
+	var (
+		f     *file
+		errno experimentalsys.Errno
+	)
+	switch {
+	case flag&experimentalsys.O_CREAT == 0:
+		f, errno = r.openFile(name, flag, perm)
+	case flag&experimentalsys.O_EXCL != 0:
+		f, errno = create(flag)
+	default:
+		// Only a file that did not exist costs one: open it plainly
+		// first, and create it exclusively if it is missing.
+		f, errno = r.openFile(name, flag&^experimentalsys.O_CREAT, perm)
+		if errno == experimentalsys.ENOENT {
+			f, errno = create(flag | experimentalsys.O_EXCL)
+			if errno == experimentalsys.EEXIST {
+				// Made meanwhile, or a dangling symlink (which
+				// O_EXCL refuses): create through it, paid for.
+				f, errno = create(flag)
+			}
+		}
+	}
+	if errno == 0 && trunc {
+		if errno = f.Truncate(0); errno != 0 {
+			f.Close()
+			return nil, errno
+		}
+	}
+	return f, errno
+}
+
+// openFile opens name, counting it against the jail's open files.
+func (r *rootFS) openFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (*file, experimentalsys.Errno) {
 	// Always open non-blocking: opening a FIFO blocks until its other end
 	// opens, and a device's open may block too. Only regular files,
 	// directories and symlinks (with O_NOFOLLOW) are served; see
@@ -120,6 +185,9 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	file, errno := newFile(f, flag, ro, r.open)
 	if errno == 0 {
 		errno = file.checkFileType(flag)
+	}
+	if errno == 0 && r.quota != nil {
+		file.track(r.quota)
 	}
 	if errno != 0 {
 		_ = f.Close()
@@ -270,6 +338,49 @@ func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements sys.FS.
 func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	return r.charged(func() experimentalsys.Errno { return r.mkdir(name, perm) })
+}
+
+// charged runs op, which creates one entry, under the quota: it costs one
+// file, given back if op fails.
+func (r *rootFS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
+	if r.quota == nil || r.readOnly {
+		return op()
+	}
+	if err := r.quota.Charge(0, 1); err != nil {
+		return experimentalsys.EIO // ErrQuotaExceeded
+	}
+	errno := op()
+	if errno != 0 {
+		r.quota.Release(0, 1)
+	}
+	return errno
+}
+
+// removing runs op, which removes or replaces base in dirfd, under the
+// quota's lock, and gives back what the removal frees: one file, and for
+// a regular file's last link that no jail of the quota holds open, the
+// smaller of its size and its allocated blocks.
+func (r *rootFS) removing(dirfd int, base string, op func() error) error {
+	q := r.quota
+	if q == nil {
+		return op()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st, lerr := lstatAt(dirfd, base)
+	if err := op(); err != nil || lerr != nil {
+		return err
+	}
+	var bytes int64
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 && q.open[devIno{uint64(st.Dev), st.Ino}] == 0 {
+		bytes = min(st.Size, int64(st.Blocks)*512)
+	}
+	q.releaseLocked(bytes, 1)
+	return nil
+}
+
+func (r *rootFS) mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
 	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
@@ -394,10 +505,21 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 					return syscall.ENOTDIR
 				}
 			}
-			_, err := retryEINTR(func() (int, error) {
-				return 0, unix.Renameat(fromfd, fromBase, tofd, toBase)
-			})
-			return err
+			rename := func() error {
+				_, err := retryEINTR(func() (int, error) {
+					return 0, unix.Renameat(fromfd, fromBase, tofd, toBase)
+				})
+				return err
+			}
+			if r.quota != nil {
+				from, ferr := lstatAt(fromfd, fromBase)
+				to, terr := lstatAt(tofd, toBase)
+				if ferr == nil && terr == nil && (from.Dev != to.Dev || from.Ino != to.Ino) {
+					// The target is replaced: as if removed.
+					return r.removing(tofd, toBase, rename)
+				}
+			}
+			return rename()
 		})
 	})
 	return toErrno(err)
@@ -424,10 +546,12 @@ func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
 				return err
 			}
 		}
-		_, err := retryEINTR(func() (int, error) {
-			return 0, unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+		return r.removing(dirfd, base, func() error {
+			_, err := retryEINTR(func() (int, error) {
+				return 0, unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+			})
+			return err
 		})
-		return err
 	})
 	return toErrno(err)
 }
@@ -462,8 +586,11 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 				return syscall.ENOTDIR
 			}
 		}
-		_, err := retryEINTR(func() (int, error) {
-			return 0, unix.Unlinkat(dirfd, base, 0)
+		err := r.removing(dirfd, base, func() error {
+			_, err := retryEINTR(func() (int, error) {
+				return 0, unix.Unlinkat(dirfd, base, 0)
+			})
+			return err
 		})
 		if err == unix.EPERM {
 			// BSDs report EPERM when unlinking a directory.
@@ -479,6 +606,10 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 // Link implements sys.FS. Both names are resolved in this root; a symlink
 // in oldName's final component is linked itself, not its target.
 func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
+	return r.charged(func() experimentalsys.Errno { return r.link(oldName, newName) })
+}
+
+func (r *rootFS) link(oldName, newName string) experimentalsys.Errno {
 	oldName, newName = rel(oldName), rel(newName)
 	if r.readOnly {
 		return experimentalsys.EROFS
@@ -495,6 +626,10 @@ func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
 // Symlink implements sys.FS. Absolute targets are refused with EPERM, as
 // the WASI filesystem rules require; relative targets are stored verbatim.
 func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
+	return r.charged(func() experimentalsys.Errno { return r.symlink(oldName, linkName) })
+}
+
+func (r *rootFS) symlink(oldName, linkName string) experimentalsys.Errno {
 	linkName = rel(linkName)
 	if r.readOnly {
 		return experimentalsys.EROFS

@@ -37,9 +37,6 @@ import (
 // renamed or removed. Files opened from inside a read-only area remember
 // it, so set-times and truncate through their descriptor fail with EROFS.
 
-// devIno identifies a directory.
-type devIno struct{ dev, ino uint64 }
-
 // maxWalk bounds the walk up to the innermost mount root.
 const maxWalk = 4096
 

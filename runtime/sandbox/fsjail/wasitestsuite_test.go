@@ -195,7 +195,8 @@ func TestWASITestsuiteThroughJail(t *testing.T) {
 		return wazero.NewFSConfig().WithDirMount(dir, "/")
 	}
 	jailed := func(t *testing.T, dir string) wazero.FSConfig {
-		j, err := New([]Mount{{HostPath: dir, GuestPath: "/"}})
+		j, err := New([]Mount{{HostPath: dir, GuestPath: "/"}},
+			WithQuota(NewQuota(DefaultDiskBytes, DefaultDiskFiles)))
 		if err != nil {
 			t.Fatal(err)
 		}
