@@ -238,3 +238,19 @@ func TestNestedThroughWASI(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedOnlyWhenBelow: only a mount with another mount's root below it
+// takes the checked path; side-by-side mounts keep the plain one.
+func TestNestedOnlyWhenBelow(t *testing.T) {
+	fx := newNestedFixture(t)
+	if !fx.work.(*rootFS).hasNested() || fx.prot.(*rootFS).hasNested() || fx.scratch.(*rootFS).hasNested() {
+		t.Errorf("hasNested: ws %v, protected %v, scratch %v; want true, false, false",
+			fx.work.(*rootFS).hasNested(), fx.prot.(*rootFS).hasNested(), fx.scratch.(*rootFS).hasNested())
+	}
+	side := newFixture(t) // /work, /ro and /other side by side
+	for _, fs := range []experimentalsys.FS{side.work, side.ro, side.other} {
+		if fs.(*rootFS).hasNested() {
+			t.Errorf("%v has nested mounts; want none", fs)
+		}
+	}
+}

@@ -52,12 +52,15 @@ func fdIdentity(fd int) (devIno, error) {
 	return devIno{uint64(st.Dev), uint64(st.Ino)}, nil
 }
 
-// linkNested tells every mount the identities and modes of the others'
-// roots. Mounts without another mount's root below them never find one
-// and pay only for their own mutations' walk, and only when some other
-// mount exists.
+// linkNested tells every mount the identities and modes of the other
+// mounts' roots that lie below its own root, found by walking up from each
+// root when the jail is made. Mounts with none below them keep the plain
+// path, with no walk. (A guest cannot move a directory from outside its
+// mounts to below one; a command could, but a command can write wherever
+// its own grants let it.)
 func linkNested(fss []mountFS) error {
 	ids := make([]devIno, len(fss))
+	above := make([]map[devIno]bool, len(fss)) // every directory above each root
 	for i, m := range fss {
 		r := m.(*rootFS)
 		d, err := r.root.Open(".")
@@ -66,7 +69,7 @@ func linkNested(fss []mountFS) error {
 		}
 		rc, err := d.SyscallConn()
 		if err == nil {
-			cerr := rc.Control(func(fd uintptr) { ids[i], err = fdIdentity(int(fd)) })
+			cerr := rc.Control(func(fd uintptr) { ids[i], above[i], err = ancestors(int(fd)) })
 			err = errors.Join(err, cerr)
 		}
 		d.Close()
@@ -78,7 +81,7 @@ func linkNested(fss []mountFS) error {
 	for i, m := range fss {
 		r := m.(*rootFS)
 		for j, o := range fss {
-			if i == j || ids[j] == ids[i] {
+			if i == j || ids[j] == ids[i] || !above[j][ids[i]] {
 				continue
 			}
 			if r.nested == nil {
@@ -88,6 +91,41 @@ func linkNested(fss []mountFS) error {
 		}
 	}
 	return nil
+}
+
+// ancestors returns the identity of the directory fd and of every
+// directory above it up to the host's "/".
+func ancestors(fd int) (devIno, map[devIno]bool, error) {
+	self, err := fdIdentity(fd)
+	if err != nil {
+		return devIno{}, nil, err
+	}
+	up := map[devIno]bool{}
+	cur, prev := -1, self
+	defer func() {
+		if cur >= 0 {
+			unix.Close(cur)
+		}
+	}()
+	from := fd
+	for range maxWalk {
+		next, err := retryEINTR(func() (int, error) {
+			return unix.Openat(from, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		})
+		if err != nil {
+			return self, up, err
+		}
+		if cur >= 0 {
+			unix.Close(cur)
+		}
+		cur, from = next, next
+		id, err := fdIdentity(cur)
+		if err != nil || id == prev {
+			return self, up, err
+		}
+		up[id], prev = true, id
+	}
+	return self, up, nil
 }
 
 // readOnlyAt reports whether the directory dirfd lies in a read-only area:
@@ -192,6 +230,7 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 			fd     = -1
 			ro     bool
 			target string
+			relook bool
 		)
 		err := r.inParent(dir, func(dirfd int) error {
 			st, err := lstatAt(dirfd, base)
@@ -201,6 +240,12 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 					return syscall.EEXIST
 				}
 				target, err = readlinkAt(dirfd, base)
+				if err == syscall.EINVAL {
+					// No longer a symlink: replaced meanwhile. Look
+					// again (counted as a hop).
+					target, err = ".", nil
+					relook = true
+				}
 				return err
 			}
 			if ro, err = r.readOnlyAt(dirfd); err != nil {
@@ -232,6 +277,8 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 		}
 		// A symlink to follow: its target replaces the final component.
 		switch {
+		case relook && hops < maxSymlinks:
+			continue
 		case len(target) > 0 && target[0] == '/':
 			return nil, false, syscall.EPERM // absolute: outside every root
 		case hops >= maxSymlinks:
