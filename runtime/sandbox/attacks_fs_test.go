@@ -17,11 +17,17 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-dotdot-chain", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-dotdot"))
-			e.wantErrno(r, "EPERM", "openat ../", "openat deep ../ chain", "openat sub/../../", "stat ../", "opendir ..")
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
+			e.wantErrno(r, "OK", "symlink up -> ..", "symlink sub/upup -> ../..")
+			// A lexical ".." is refused by wazero; the symlinks reach
+			// the jail.
+			e.wantErrno(r, "EPERM", "openat ../", "openat deep ../ chain", "openat sub/../../", "stat ../", "opendir ..",
+				"openat up/NAME/secret.txt", "openat sub/upup/NAME/secret.txt", "openat sub/../up/NAME/sub/deep.txt",
+				"stat up/NAME/secret.txt", "openat up/ws/hello.txt (out and back in)")
 			// Go's os package cleans ws/../x lexically to a path under no
 			// pre-open, so the call never reaches a mount.
 			e.wantErrno(r, "EBADF", "os.ReadFile ws/../")
-			return "refused (EPERM at the jail; EBADF for a path under no pre-open)"
+			return "refused (EPERM in wazero or at the jail, through symlinks to ..; EBADF for a path under no pre-open)"
 		}},
 		{name: "fs-absolute-path", run: func(e *env) string {
 			e.attacker(nil)
@@ -60,9 +66,16 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-hardlink-out", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-hardlink"))
-			e.wantErrno(r, "EPERM", "link ../NAME/secret.txt", "link absolute", "link following a symlink")
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
+			e.wantErrno(r, "OK", "control: link hello.txt", "symlink outdir -> ../NAME")
+			wantControl(e, r, "read hello-link", helloText)
+			e.wantErrno(r, "EPERM", "link ../NAME/secret.txt", "link absolute", "link outdir/secret.txt", "link in, to outdir/stolen")
+			// The jail links a symlink itself, never its target: the
+			// new name is a second symlink out, refused when read.
+			e.wantErrno(r, "OK", "link following a symlink")
+			e.wantErrno(r, "EPERM", "read stolen-via")
 			e.wantErrno(r, "EBADF", "os.Link lexical ..")
-			e.wantErrno(r, "ENOENT", "read stolen-rel", "read stolen-abs", "read stolen-via", "read stolen-os")
+			e.wantErrno(r, "ENOENT", "read stolen-rel", "read stolen-abs", "read stolen-os", "read stolen-dir")
 			return "refused (EPERM; the secret's link count is unchanged)"
 		}},
 		{name: "fs-rename-over-race", run: func(e *env) string {
@@ -152,7 +165,12 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-mutate-outside", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-mutate-outside"))
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
 			e.wantErrno(r, "EPERM", "unlink ../", "rename over ../", "rename out of ../", "mkdir ../", "set mtime ../", "truncate ../", "create ../")
+			e.wantErrno(r, "OK", "symlink outdir -> ../NAME", "control: unlink", "control: rename", "control: mkdir", "control: rmdir",
+				"control: set mtime", "control: truncate", "control: create")
+			e.wantErrno(r, "EPERM", "unlink outdir/", "rename over outdir/", "rename out of outdir/", "mkdir outdir/", "rmdir outdir/sub",
+				"set mtime outdir/", "symlink in outdir/", "truncate outdir/", "create outdir/")
 			return "refused (EPERM: no unlink, rename, mkdir, utimes, truncate or create outside)"
 		}},
 		{name: "fs-symlink-loop", run: func(e *env) string {
@@ -234,4 +252,12 @@ func raceVerdict(e *env, reader, swapper report, n int, allowed ...string) strin
 		}
 	}
 	return "never read outside (" + strings.Join(slices.Sorted(slices.Values(parts)), ", ") + ")"
+}
+
+// wantControl asserts that a legitimate step succeeded and read want.
+func wantControl(e *env, r report, op, want string) {
+	e.t.Helper()
+	if s := r.step(e.t, op); s.Errno != "OK" || s.Data != want {
+		e.t.Errorf("%s: errno %s, data %q; want OK and %q", op, s.Errno, s.Data, want)
+	}
 }
