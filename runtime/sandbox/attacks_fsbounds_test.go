@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,17 +29,11 @@ func fsBoundsAttacks() []hostileAttack {
 				defer l.Close()
 			}
 			e.attacker(nil)
-			var hung atomic.Bool
-			unblock := time.AfterFunc(15*time.Second, func() {
-				hung.Store(true)
-				if f, err := os.OpenFile(p, os.O_RDWR, 0); err == nil {
-					time.AfterFunc(time.Second, func() { f.Close() })
-				}
-			})
+			hung, stop := unblockFIFO(p, 15*time.Second)
 			a := e.fsArgs("fs-special")
 			a.Path = kind
 			r := e.attack(e.main, a)
-			unblock.Stop()
+			stop()
 			if hung.Load() {
 				e.t.Fatalf("opening the %s blocked until its other end opened", kind)
 			}
@@ -106,4 +101,37 @@ func fsBoundsAttacks() []hostileAttack {
 			return "refused (EROFS through the workspace's descriptor, by name and through a symlink)"
 		}},
 	}
+}
+
+// unblockFIFO waits, then, until stop is called, keeps opening the FIFO
+// at path for reading and writing and closing it a second later, so that
+// whatever a broken jail blocks on (an open, a read, a write) ends and the
+// test fails instead of hanging. hung reports whether it had to.
+func unblockFIFO(path string, after time.Duration) (hung *atomic.Bool, stop func()) {
+	hung = &atomic.Bool{}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-time.After(after):
+		}
+		hung.Store(true)
+		for {
+			f, err := os.OpenFile(path, os.O_RDWR|unix.O_NONBLOCK, 0)
+			select {
+			case <-done:
+				if err == nil {
+					f.Close()
+				}
+				return
+			case <-time.After(time.Second):
+			}
+			if err == nil {
+				f.Close()
+			}
+		}
+	}()
+	var once sync.Once
+	return hung, func() { once.Do(func() { close(done) }) }
 }

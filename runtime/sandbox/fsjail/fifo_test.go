@@ -16,29 +16,41 @@ import (
 )
 
 // promptly runs fn and fails the test if it has not returned within a
-// generous bound. unblock is called to release fn if it hangs, so that a
-// broken jail fails the test instead of hanging the run.
-func promptly(t *testing.T, what string, unblock func(), fn func()) {
+// generous bound. Past it, the FIFO at fifo is opened for reading and
+// writing and closed a second later, again and again until fn returns, so
+// that whatever a broken jail blocks on (an open, a read, a write) ends
+// and the test fails instead of hanging.
+func promptly(t *testing.T, what, fifo string, fn func()) {
 	t.Helper()
 	var hung atomic.Bool
-	timer := time.AfterFunc(10*time.Second, func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Second):
+		}
 		hung.Store(true)
-		unblock()
-	})
+		for {
+			f, err := os.OpenFile(fifo, os.O_RDWR|unix.O_NONBLOCK, 0)
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+			}
+			if err == nil {
+				f.Close()
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
 	fn()
-	timer.Stop()
+	close(done)
 	if hung.Load() {
 		t.Fatalf("%s blocked until the other end opened", what)
-	}
-}
-
-// unblockFIFO opens the FIFO's other ends without blocking, waking an
-// open that waits for them.
-func unblockFIFO(path string) func() {
-	return func() {
-		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
-			time.AfterFunc(time.Second, func() { f.Close() })
-		}
 	}
 }
 
@@ -73,7 +85,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 		{"sock", oWRONLY},
 	} {
 		var errno experimentalsys.Errno
-		promptly(t, "opening "+tc.name, unblockFIFO(fifo), func() { errno = openErrno(fx.work, tc.name, tc.flag) })
+		promptly(t, "opening "+tc.name, fifo, func() { errno = openErrno(fx.work, tc.name, tc.flag) })
 		if errno == 0 {
 			t.Errorf("open %s (flags %#x) succeeded; want it refused", tc.name, tc.flag)
 		}
@@ -97,7 +109,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 
 	// Through WASI: Go's os.ReadFile and os.WriteFile call path_open.
 	var results []string
-	promptly(t, "a WASI guest opening the FIFO", unblockFIFO(fifo), func() {
+	promptly(t, "a WASI guest opening the FIFO", fifo, func() {
 		results, _ = runGuest(t, fx.jail.FSConfig(), []string{"read|/work/fifo", "write|/work/fifo|x", "read|/work/sock", "read|/work/hello.txt"})
 	})
 	for i, want := range []string{"ERR ", "ERR ", "ERR ", "OK "} {
