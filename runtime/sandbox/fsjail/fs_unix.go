@@ -106,7 +106,9 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 // are given back.
 func (r *rootFS) openCharged(name string, flag experimentalsys.Oflag, perm fs.FileMode) (*file, experimentalsys.Errno) {
 	trunc := flag&experimentalsys.O_TRUNC != 0 && flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0
-	flag &^= experimentalsys.O_TRUNC
+	if trunc {
+		flag &^= experimentalsys.O_TRUNC
+	}
 	create := func(flag experimentalsys.Oflag) (*file, experimentalsys.Errno) {
 		if err := r.quota.Charge(0, 1); err != nil {
 			return nil, experimentalsys.EIO
