@@ -126,10 +126,12 @@ func (f *file) chargedWrite(buf []byte, off int64, write func([]byte) (int, erro
 		return 0, toErrno(err)
 	}
 	pos := off
-	if pos < 0 {
-		if f.flag&experimentalsys.O_APPEND != 0 {
-			pos = size
-		} else if pos, err = f.f.Seek(0, io.SeekCurrent); err != nil {
+	switch {
+	case f.flag&experimentalsys.O_APPEND != 0:
+		// The kernel writes at the end, pwrite included (Linux).
+		pos = size
+	case pos < 0:
+		if pos, err = f.f.Seek(0, io.SeekCurrent); err != nil {
 			return 0, toErrno(err)
 		}
 	}

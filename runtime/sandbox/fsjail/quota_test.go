@@ -210,3 +210,33 @@ func TestQuotaSharedAndCharge(t *testing.T) {
 		t.Errorf("host file past the quota: %v, want ErrQuotaExceeded", err)
 	}
 }
+
+// TestQuotaAppendPwrite: on an O_APPEND descriptor the kernel puts a
+// pwrite at the end whatever its offset, so it is charged there; pwrite at
+// offset 0 cannot append past the quota.
+func TestQuotaAppendPwrite(t *testing.T) {
+	q := NewQuota(1000, 10)
+	dir, _, work := quotaJail(t, q)
+	f, errno := work.OpenFile("log", oWRONLY|oCREAT|experimentalsys.O_APPEND, 0o644)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	defer f.Close()
+	var total int
+	for i := range 5 {
+		n, errno := f.Pwrite(make([]byte, 300), 0)
+		total += n
+		if i < 3 && (errno != 0 || n != 300) {
+			t.Errorf("pwrite %d: %d, %v; want 300 written", i, n, errno)
+		}
+		if i == 3 && (errno != 0 || n != 100) {
+			t.Errorf("pwrite %d: %d, %v; want a short write of 100", i, n, errno)
+		}
+		if i == 4 && errno != experimentalsys.EIO {
+			t.Errorf("pwrite %d past the quota: %d, %v; want EIO", i, n, errno)
+		}
+	}
+	if got := hostSize(t, filepath.Join(dir, "log")); got != 1000 || total != 1000 {
+		t.Errorf("log is %d bytes (%d written), want 1000", got, total)
+	}
+}
