@@ -32,6 +32,8 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-absolute-path", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-absolute"))
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
+			wantControl(e, r, "control: os.ReadFile ws/hello.txt", helloText)
 			e.wantErrno(r, "EPERM", "openat absolute", "stat absolute")
 			e.wantErrno(r, "EBADF", "os.ReadFile absolute", "os.ReadDir /")
 			return "refused (EPERM relative to a mount; EBADF outside every mount)"
@@ -41,7 +43,8 @@ func fsAttacks() []hostileAttack {
 			r := e.attack(e.main, e.fsArgs("fs-symlink-relative"))
 			// wazero #2321: creating the link is allowed (its target is
 			// only text), following it out is not.
-			e.wantErrno(r, "OK", "symlink ../NAME/secret.txt", "readlink", "symlink deep ../")
+			e.wantErrno(r, "OK", "symlink ../NAME/secret.txt", "readlink", "symlink deep ../", "control: symlink sub/in-link -> ../hello.txt")
+			wantControl(e, r, "control: read through sub/in-link", helloText)
 			e.wantErrno(r, "EPERM", "read through the link", "read through the deep link", "write through the link")
 			if got, err := os.Readlink(e.ws + "/rel-link"); err != nil || got != e.rel+"/secret.txt" {
 				e.t.Errorf("the guest's link on the host: %q, %v", got, err)
@@ -51,6 +54,8 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-symlink-absolute", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-symlink-absolute"))
+			e.wantErrno(r, "OK", "control: symlink relative target")
+			wantControl(e, r, "control: read the relative link", helloText)
 			e.wantErrno(r, "EPERM", "symlink absolute target", "read the host's absolute link")
 			e.wantErrno(r, "ENOENT", "read the guest's absolute link")
 			return "refused (EPERM creating or following an absolute symlink)"
@@ -58,7 +63,8 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-symlinked-dir", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-symlinked-dir"))
-			e.wantErrno(r, "OK", "symlink ../NAME")
+			e.wantErrno(r, "OK", "symlink ../NAME", "control: symlink sub-link -> sub", "control: create sub-link/made.txt")
+			wantControl(e, r, "control: read sub/made.txt", "made")
 			e.wantErrno(r, "EPERM", "read dir-link/secret.txt", "list dir-link", "stat dir-link/secret.txt",
 				"create dir-link/planted.txt", "read host-dir-link/secret.txt")
 			return "refused (EPERM through a directory symlink, the guest's or the host's)"
@@ -157,6 +163,7 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-proc-self", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-proc-self"))
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
 			e.wantErrno(r, "EBADF", "os.ReadFile /proc/self/environ", "os.ReadFile /proc/self/root"+e.outside+"/secret.txt",
 				"os.ReadFile /proc/self/cwd/secret.txt", "os.ReadFile /proc/self/fd/0")
 			e.wantErrno(r, "EPERM", "openat /proc/self/root", "read proc-link", "read env-link")
@@ -176,7 +183,8 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-symlink-loop", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-symlink-loop"))
-			e.wantErrno(r, "OK", "symlink a -> b", "symlink b -> a", "symlink self")
+			e.wantErrno(r, "OK", "symlink a -> b", "symlink b -> a", "symlink self", "control: symlink chain c1 -> c2 -> hello.txt")
+			wantControl(e, r, "control: read c1", helloText)
 			e.wantErrno(r, "ELOOP", "read loop-a", "read loop-self", "stat loop-a/x")
 			return "refused (ELOOP)"
 		}},

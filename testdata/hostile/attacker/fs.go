@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -92,7 +93,10 @@ func fsAbsolute(a args, r *report) error {
 	if err != nil {
 		return err
 	}
-	d, err := rawRead(fd, a.Outside+"/secret.txt")
+	control(r, fd)
+	d, err := readFile(a.WS + "/hello.txt")
+	r.fs("control: os.ReadFile ws/hello.txt", d, err)
+	d, err = rawRead(fd, a.Outside+"/secret.txt")
 	r.fs("openat absolute", d, err)
 	r.fs("stat absolute", "", rawStat(fd, a.Outside+"/secret.txt"))
 	d, err = readFile(a.Outside + "/secret.txt")
@@ -117,12 +121,18 @@ func fsSymlinkRelative(a args, r *report) error {
 	r.fs("read through the deep link", d, err)
 	err = os.WriteFile(link, []byte("overwrite"), 0o644)
 	r.fs("write through the link", "", err)
+	r.fs("control: symlink sub/in-link -> ../hello.txt", "", os.Symlink("../hello.txt", a.WS+"/sub/in-link"))
+	d, err = readFile(a.WS + "/sub/in-link")
+	r.fs("control: read through sub/in-link", d, err)
 	return nil
 }
 
 func fsSymlinkAbsolute(a args, r *report) error {
+	r.fs("control: symlink relative target", "", os.Symlink("hello.txt", a.WS+"/rel-in-link"))
+	d, err := readFile(a.WS + "/rel-in-link")
+	r.fs("control: read the relative link", d, err)
 	r.fs("symlink absolute target", "", os.Symlink(a.Outside+"/secret.txt", a.WS+"/abs-link"))
-	d, err := readFile(a.WS + "/abs-link")
+	d, err = readFile(a.WS + "/abs-link")
 	r.fs("read the guest's absolute link", d, err)
 	// The host placed this one: an absolute symlink inside the root.
 	d, err = readFile(a.WS + "/host-abs-link")
@@ -147,6 +157,10 @@ func fsSymlinkedDir(a args, r *report) error {
 	// The host placed ws/host-dir-link -> outside (absolute).
 	d, err = readFile(a.WS + "/host-dir-link/secret.txt")
 	r.fs("read host-dir-link/secret.txt", d, err)
+	r.fs("control: symlink sub-link -> sub", "", os.Symlink("sub", a.WS+"/sub-link"))
+	r.fs("control: create sub-link/made.txt", "", os.WriteFile(a.WS+"/sub-link/made.txt", []byte("made"), 0o644))
+	d, err = readFile(a.WS + "/sub/made.txt")
+	r.fs("control: read sub/made.txt", d, err)
 	return nil
 }
 
@@ -251,6 +265,7 @@ func fsProcSelf(a args, r *report) error {
 	if err != nil {
 		return err
 	}
+	control(r, fd)
 	d, err := rawRead(fd, "/proc/self/root"+a.Outside+"/secret.txt")
 	r.fs("openat /proc/self/root", d, err)
 	up := strings.Repeat("../", 30)
@@ -343,6 +358,9 @@ func fsSymlinkLoop(a args, r *report) error {
 	r.fs("read loop-self", d, err)
 	_, err = os.Stat(a.WS + "/loop-a/x")
 	r.fs("stat loop-a/x", "", err)
+	r.fs("control: symlink chain c1 -> c2 -> hello.txt", "", errors.Join(os.Symlink("c2", a.WS+"/c1"), os.Symlink("hello.txt", a.WS+"/c2")))
+	d, err = readFile(a.WS + "/c1")
+	r.fs("control: read c1", d, err)
 	return nil
 }
 
