@@ -185,6 +185,11 @@ type Limits struct {
 	Memory      ByteSize      `yaml:"memory,omitempty"`
 	CallTimeout time.Duration `yaml:"call_timeout,omitempty"`
 	InitTimeout time.Duration `yaml:"init_timeout,omitempty"`
+	// DiskBytes and DiskFiles bound what the plugin adds to the disk
+	// through its fs grants: bytes by file size (sparse holes count) and
+	// files created. Unset means the default (Limits.DiskQuota).
+	DiskBytes ByteSize `yaml:"disk_bytes,omitempty"`
+	DiskFiles int      `yaml:"disk_files,omitempty"`
 }
 
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up

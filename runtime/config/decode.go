@@ -552,6 +552,8 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"memory":       func(v *yaml.Node, f string) { l.Memory = d.size(v, f, 1, MaxMemory) },
 		"call_timeout": func(v *yaml.Node, f string) { l.CallTimeout = d.duration(v, f) },
 		"init_timeout": func(v *yaml.Node, f string) { l.InitTimeout = d.duration(v, f) },
+		"disk_bytes":   func(v *yaml.Node, f string) { l.DiskBytes = d.size(v, f, 1, MaxDiskBytes) },
+		"disk_files":   func(v *yaml.Node, f string) { l.DiskFiles = d.count(v, f, 1, MaxDiskFiles) },
 	})
 	return l
 }
