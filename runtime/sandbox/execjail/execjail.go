@@ -167,6 +167,10 @@ type Options struct {
 	// MaxFinished bounds finished tasks kept for Poll; the oldest are
 	// forgotten first (DefaultMaxFinished).
 	MaxFinished int
+	// Limits bound the commands' processes, memory and file sizes; zero
+	// fields take the defaults (DefaultMaxProcesses, DefaultMemory,
+	// DefaultFileBytes). Enforced reports how each is enforced.
+	Limits Limits
 }
 
 // Command is one command to run. Exactly one of Script and Argv is set.
@@ -199,10 +203,14 @@ type Result struct {
 	TimedOut bool `json:"timed_out,omitempty"`
 	// Canceled: the command was killed by context cancellation, Kill or
 	// Close.
-	Canceled bool          `json:"canceled,omitempty"`
-	Stdout   Output        `json:"stdout"`
-	Stderr   Output        `json:"stderr"`
-	Duration time.Duration `json:"duration"`
+	Canceled bool `json:"canceled,omitempty"`
+	// OutOfMemory: while the command ran, the kernel's OOM killer killed a
+	// process of this Manager's commands because they reached
+	// Limits.Memory.
+	OutOfMemory bool          `json:"out_of_memory,omitempty"`
+	Stdout      Output        `json:"stdout"`
+	Stderr      Output        `json:"stderr"`
+	Duration    time.Duration `json:"duration"`
 }
 
 // Status is a background task's state; Result is partial while Running.
@@ -224,7 +232,8 @@ type Manager struct {
 	seq      int
 	procs    map[*process]struct{} // everything running, Run and Start alike
 	tasks    map[string]*process
-	finished []string // finished task ids, oldest first
+	finished []string    // finished task ids, oldest first
+	limits   *limitGroup // created with the first command
 }
 
 // NewManager validates opts, resolves the roots and picks the isolation
@@ -247,6 +256,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if err := checkEnv(opts.Env); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if err := opts.Limits.applyDefaults(); err != nil {
+		return nil, err
 	}
 	m := &Manager{opts: opts, procs: map[*process]struct{}{}, tasks: map[string]*process{}}
 	for _, r := range opts.Roots {
@@ -280,6 +292,9 @@ func NewManager(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("%w: bash not found: %w", ErrInvalidOptions, err)
 	}
 	m.bash = bash
+	if err := hardenAgent(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIsolationUnavailable, err)
+	}
 	return m, nil
 }
 
@@ -387,7 +402,31 @@ func (m *Manager) Close() error {
 	for _, p := range procs {
 		<-p.done
 	}
+	m.mu.Lock()
+	limits := m.limits
+	m.limits = nil
+	m.mu.Unlock()
+	// Anything still in the limit groups (a daemon that escaped a
+	// process-group kill) is killed with them.
+	limits.remove()
 	return nil
+}
+
+// limitGroup returns the Manager's cgroups, creating them once.
+func (m *Manager) limitGroup() (*limitGroup, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if m.limits == nil {
+		g, err := newLimitGroup(m.opts.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource limits: %w", ErrStart, err)
+		}
+		m.limits = g
+	}
+	return m.limits, nil
 }
 
 func (m *Manager) task(id string) (*process, error) {
