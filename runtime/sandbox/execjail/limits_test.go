@@ -1,0 +1,179 @@
+//go:build linux
+
+package execjail
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireLimit skips (fails under CI=true) when the system cannot
+// enforce the process or memory limit.
+func requireLimit(t *testing.T, b Bound) {
+	t.Helper()
+	if b.By == "" {
+		mustBeCI(t, "limit not enforced here: %s", b.Unenforced)
+	}
+}
+
+// limitModes runs f in every kill mode and in the sandbox.
+func limitModes(t *testing.T, opts Options, f func(t *testing.T, m *Manager)) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		m, _ := newManager(t, mode, opts)
+		f(t, m)
+	})
+	t.Run("sandbox", func(t *testing.T) {
+		m, _ := sandboxManager(t, opts)
+		f(t, m)
+	})
+}
+
+// TestProcessLimit: a fork bomb of 1,500 sleeps holds at most the
+// Manager's process limit, in every mode; another Manager (another plugin
+// or session) is not starved by it.
+func TestProcessLimit(t *testing.T) {
+	requireLimit(t, Enforced().Processes)
+	const limit = 64
+	limitModes(t, Options{Limits: Limits{Processes: limit}}, func(t *testing.T, m *Manager) {
+		if e := m.Enforced(); e.Processes.Limit != limit || e.Processes.By == "" {
+			t.Fatalf("Enforced().Processes = %+v", e.Processes)
+		}
+		tok := token()
+		id, err := m.Start(context.Background(), Command{Script: "for i in $(seq 1500); do sleep " + tok + " & done 2>/dev/null; wait"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Watch until the bomb has been at its limit for a while (or 3 s).
+		peak, start, atLimit := 0, time.Now(), time.Time{}
+		for time.Since(start) < 3*time.Second {
+			peak = max(peak, len(procsWith(tok)))
+			if atLimit.IsZero() && peak >= limit-8 {
+				atLimit = time.Now()
+			}
+			if !atLimit.IsZero() && time.Since(atLimit) > 500*time.Millisecond {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// Another Manager still runs commands while the bomb holds its
+		// limit.
+		other, _ := newManager(t, m.Isolation(), Options{Sandbox: m.opts.Sandbox})
+		if res := run(t, other, Command{Script: "sleep 0 & wait; echo OTHER-OK"}); !strings.Contains(string(res.Stdout.Data), "OTHER-OK") {
+			t.Errorf("another Manager could not fork during the bomb: %+v", res)
+		}
+		if _, err := m.Kill(id); err != nil {
+			t.Fatal(err)
+		}
+		if peak > limit {
+			t.Errorf("the fork bomb held %d processes, limit %d", peak, limit)
+		}
+		if peak < limit/2 {
+			t.Errorf("the fork bomb held only %d processes: the attack did not run", peak)
+		}
+		if left := procsWith(tok); len(left) != 0 {
+			killAll(left)
+			t.Errorf("%d bomb processes survived Kill", len(left))
+		}
+	})
+}
+
+// TestMemoryLimit: allocating 2 GiB under a 64 MiB limit gets the
+// command OOM-killed and reported as such; the Manager keeps working.
+func TestMemoryLimit(t *testing.T) {
+	requireLimit(t, Enforced().Memory)
+	limitModes(t, Options{Limits: Limits{Memory: 64 << 20}}, func(t *testing.T, m *Manager) {
+		if e := m.Enforced(); e.Memory.Limit != 64<<20 || e.Memory.By == "" {
+			t.Fatalf("Enforced().Memory = %+v", e.Memory)
+		}
+		alloc := func(mib int) []string {
+			return []string{"perl", "-e", `my $x = "a" x ($ARGV[0] * 1024 * 1024); print "ALLOCATED\n"`, strconv.Itoa(mib)}
+		}
+		res := run(t, m, Command{Argv: alloc(2048)})
+		if strings.Contains(string(res.Stdout.Data), "ALLOCATED") || res.ExitCode == 0 {
+			t.Errorf("2 GiB allocated under a 64 MiB limit: %+v", res)
+		}
+		if !res.OutOfMemory {
+			t.Errorf("OutOfMemory not reported: %+v", res)
+		}
+		// Control, and the Manager still works: a small allocation passes.
+		res = run(t, m, Command{Argv: alloc(8)})
+		if !strings.Contains(string(res.Stdout.Data), "ALLOCATED") || res.OutOfMemory {
+			t.Errorf("8 MiB under a 64 MiB limit: %+v", res)
+		}
+	})
+}
+
+// TestFileSizeLimit: a command cannot create a 1 TiB sparse file or write
+// past the per-file limit: it gets EFBIG (File too large) and lives on.
+func TestFileSizeLimit(t *testing.T) {
+	limitModes(t, Options{Limits: Limits{FileBytes: 1 << 20}}, func(t *testing.T, m *Manager) {
+		dir := m.roots[0].Path
+		res := run(t, m, Command{Script: "truncate -s 1T sparse; echo rc=$?; head -c 2097152 /dev/zero > big; echo rc=$?; truncate -s 1M ok && echo CONTROL-OK"})
+		out, errOut := string(res.Stdout.Data), string(res.Stderr.Data)
+		if !strings.Contains(out, "CONTROL-OK") {
+			t.Fatalf("control failed: %+v", res)
+		}
+		if strings.Contains(out, "rc=0") || !strings.Contains(errOut, "File too large") {
+			t.Errorf("writes past the limit did not fail with EFBIG: stdout %q stderr %q", out, errOut)
+		}
+		for name, most := range map[string]int64{"sparse": 1 << 20, "big": 1 << 20} {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Size() > most {
+				t.Errorf("%s is %d bytes, limit %d", name, fi.Size(), most)
+			}
+		}
+	})
+	t.Run("default", func(t *testing.T) {
+		m, dir := newManager(t, Isolation(), Options{})
+		if e := m.Enforced(); e.FileBytes.Limit != DefaultFileBytes || e.FileBytes.By != "RLIMIT_FSIZE" {
+			t.Errorf("Enforced().FileBytes = %+v", e.FileBytes)
+		}
+		run(t, m, Command{Script: "truncate -s 1T sparse"})
+		if fi, err := os.Stat(filepath.Join(dir, "sparse")); err == nil && fi.Size() > DefaultFileBytes {
+			t.Errorf("a %d-byte sparse file under the default limit", fi.Size())
+		}
+	})
+}
+
+func TestLimitsValidated(t *testing.T) {
+	for _, l := range []Limits{{Processes: -1}, {Memory: -1}, {FileBytes: -1}} {
+		if _, err := NewManager(Options{Roots: []Root{{Path: t.TempDir()}}, Limits: l}); err == nil {
+			t.Errorf("NewManager accepted %+v", l)
+		}
+	}
+	m, _ := newManager(t, Isolation(), Options{})
+	e := m.Enforced()
+	if e.Processes.Limit != DefaultMaxProcesses || e.Memory.Limit != DefaultMemory || e.FileBytes.Limit != DefaultFileBytes {
+		t.Errorf("defaults not applied: %+v", e)
+	}
+	if e.Capabilities == "" || e.AgentProc == "" || e.Scope == "" || e.Mode != m.Isolation() {
+		t.Errorf("incomplete report: %+v", e)
+	}
+}
+
+// TestLimitGroupsRemoved: Close removes the Manager's cgroups.
+func TestLimitGroupsRemoved(t *testing.T) {
+	m, _ := newManager(t, Isolation(), Options{})
+	run(t, m, Command{Script: "true"})
+	m.mu.Lock()
+	g := m.limits
+	m.mu.Unlock()
+	dirs := append([]string(nil), g.v1...)
+	if g.v2 != "" {
+		dirs = append(dirs, g.v2)
+	}
+	if len(dirs) == 0 {
+		requireLimit(t, Enforced().Processes)
+		t.Fatal("no limit group was created")
+	}
+	m.Close()
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s left behind", d)
+		}
+	}
+}
