@@ -101,6 +101,9 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 			args = append(args, "--ro-bind", r.Path, r.Path)
 		}
 	}
+	// The sandbox's own root (an empty tmpfs holding the mount points)
+	// is read-only too: the only scratch space is /tmp, /var/tmp and /run.
+	args = append(args, "--remount-ro", "/")
 	args = append(args, "--json-status-fd", bwrapStatusFD, "--chdir", dir, "--")
 	return append(args, argv...)
 }
