@@ -266,3 +266,31 @@ func TestSandboxNestedReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestExecIsolationAvailable is what .ci/run checks first: the exec
+// isolation the other tests rely on. Under CI=true it fails when commands
+// would not get a PID namespace, cgroup process and memory limits, or the
+// Landlock scopes; elsewhere it reports what is missing and skips.
+func TestExecIsolationAvailable(t *testing.T) {
+	e := Enforced()
+	var missing []string
+	if e.Mode != ModePIDNamespace {
+		missing = append(missing, fmt.Sprintf("kill mode is %s, not %s: %v", e.Mode, ModePIDNamespace, probe(ModePIDNamespace)))
+	}
+	if err := probe(ModeCgroup); err != nil {
+		missing = append(missing, fmt.Sprintf("cgroup kill mode: %v", err))
+	}
+	if e.Processes.By == "" {
+		missing = append(missing, "process limit: "+e.Processes.Unenforced)
+	}
+	if e.Memory.By == "" {
+		missing = append(missing, "memory limit: "+e.Memory.Unenforced)
+	}
+	if landlockVersion() < landlockScopeABI {
+		missing = append(missing, e.Scope)
+	}
+	if len(missing) > 0 {
+		mustBeCI(t, "exec isolation incomplete:\n%s", strings.Join(missing, "\n"))
+	}
+	t.Logf("exec isolation: %+v", e)
+}
