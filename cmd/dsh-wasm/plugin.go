@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -55,6 +56,10 @@ what it registered as JSON:
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
 Nothing is granted, and a plugin is never refused for its needs: they are
 reported under capabilities.
@@ -136,6 +141,9 @@ type inspectReport struct {
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec execjail.Enforcement `json:"exec"`
 }
 
 type inspectSection struct {
@@ -181,6 +189,7 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		Exec:          execjail.Enforced(),
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
