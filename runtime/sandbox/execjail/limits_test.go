@@ -177,3 +177,41 @@ func TestLimitGroupsRemoved(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxTmpCountsAsMemory: the sandbox's private /tmp is a tmpfs
+// whose pages are charged to the commands' memory limit, so a command
+// cannot fill the host's memory through it.
+func TestSandboxTmpCountsAsMemory(t *testing.T) {
+	requireLimit(t, Enforced().Memory)
+	m, _ := sandboxManager(t, Options{Limits: Limits{Memory: 64 << 20}})
+	res := run(t, m, Command{Script: "head -c 209715200 /dev/zero > /tmp/fill; echo rc=$?; stat -c %s /tmp/fill"})
+	out := string(res.Stdout.Data)
+	if strings.Contains(out, "rc=0") || strings.Contains(out, "209715200") {
+		t.Errorf("wrote 200 MiB to the sandbox's /tmp under a 64 MiB limit: %+v", res)
+	}
+	// The kernel either OOM-kills the writer or refuses the page.
+	if !res.OutOfMemory && !strings.Contains(string(res.Stderr.Data), "No space left") && !strings.Contains(string(res.Stderr.Data), "Cannot allocate memory") {
+		t.Errorf("neither OOM nor a refused write: %+v", res)
+	}
+}
+
+// TestCloseKillsEscapedDaemons: in the process-group mode a setsid daemon
+// escapes a command's kill, but not its Manager's cgroups: Close kills it.
+func TestCloseKillsEscapedDaemons(t *testing.T) {
+	requireLimit(t, Enforced().Processes)
+	m, _ := newManager(t, ModeProcessGroup, Options{})
+	tok := token()
+	res := run(t, m, Command{Script: "setsid sleep " + tok + " </dev/null >/dev/null 2>&1 & echo started"})
+	if string(res.Stdout.Data) != "started\n" {
+		t.Fatalf("%+v", res)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(procsWith(tok)) != 1 {
+		t.Fatalf("control: the daemon is not running on its own (%d processes)", len(procsWith(tok)))
+	}
+	m.Close()
+	if left := procsWith(tok); len(left) != 0 {
+		killAll(left)
+		t.Errorf("the escaped daemon survived Close: %v", left)
+	}
+}
