@@ -65,8 +65,10 @@ func forkBomb(sandbox bool) func(e *env) string {
 		var st hostfns.ExecStatus
 		e.execOK(e.main, "exec-start", attackArgs{Exec: &hostfns.ExecRequest{
 			Command: "for i in $(seq 1500); do sleep " + tok + " & done 2>/dev/null; wait"}}, &st)
+		// Until the bomb has been at its limit for a while (forking is
+		// slow on a loaded machine: up to 20 s to get there).
 		peak, start, atLimit := 0, time.Now(), time.Time{}
-		for time.Since(start) < 3*time.Second {
+		for time.Since(start) < 20*time.Second {
 			peak = max(peak, len(procsWithArg(tok)))
 			if atLimit.IsZero() && peak >= 56 {
 				atLimit = time.Now()
