@@ -64,6 +64,9 @@ func limitProbes() *limitProbe {
 			p.v2Parent = v2
 		}
 		v1 := cgroupV1Dirs()
+		for _, dir := range append([]string{p.v2Parent}, v1["pids"], v1["memory"]) {
+			removeStale(dir)
+		}
 		for _, c := range []*controller{&p.pids, &p.memory} {
 			var errs []error
 			if v2err != nil {
@@ -87,6 +90,35 @@ func limitProbes() *limitProbe {
 		}
 	})
 	return &limitProbed
+}
+
+// removeStale removes the groups an agent that died left in dir
+// (execjail-<pid>-...), killing what still runs in them: the top process
+// of a command dies with the agent, a process it detached would not.
+func removeStale(dir string) {
+	if dir == "" {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		rest, ok := strings.CutPrefix(ent.Name(), "execjail-")
+		if !ok || !ent.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(rest, "probe-"), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue // its agent still runs (or the pid was reused: leave it)
+		}
+		stale := &limitGroup{v1: []string{filepath.Join(dir, ent.Name())}}
+		stale.remove()
+	}
 }
 
 // enableV2 makes controller available to children of dir.

@@ -4,7 +4,9 @@ package execjail
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -219,5 +221,36 @@ func TestCloseKillsEscapedDaemons(t *testing.T) {
 	if left := procsWith(tok); len(left) != 0 {
 		killAll(left)
 		t.Errorf("the escaped daemon survived Close: %v", left)
+	}
+}
+
+// TestStaleGroupsRemoved: groups left by an agent that died (a pid that
+// no longer runs) are removed, with what still ran in them, while another
+// live agent's groups are left alone.
+func TestStaleGroupsRemoved(t *testing.T) {
+	requireLimit(t, Enforced().Processes)
+	parent := limitProbes().pids.v1
+	if parent == "" {
+		parent = limitProbes().v2Parent
+	}
+	// A pid that is not running: a child that has been reaped.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(parent, fmt.Sprintf("execjail-%d-m1", cmd.Process.Pid))
+	live := filepath.Join(parent, "execjail-1-m1") // pid 1 always runs
+	for _, d := range []string{dead, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.Remove(dead); os.Remove(live) })
+	removeStale(parent)
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("stale group %s left", dead)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live agent's group %s was removed: %v", live, err)
 	}
 }
