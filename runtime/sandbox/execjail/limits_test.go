@@ -116,8 +116,11 @@ func TestMemoryLimit(t *testing.T) {
 func TestFileSizeLimit(t *testing.T) {
 	limitModes(t, Options{Limits: Limits{FileBytes: 1 << 20}}, func(t *testing.T, m *Manager) {
 		dir := m.roots[0].Path
-		res := run(t, m, Command{Script: "truncate -s 1T sparse; echo rc=$?; head -c 2097152 /dev/zero > big; echo rc=$?; truncate -s 1M ok && echo CONTROL-OK"})
+		res := run(t, m, Command{Script: "ulimit -f unlimited 2>/dev/null && echo RAISED; truncate -s 1T sparse; echo rc=$?; head -c 2097152 /dev/zero > big; echo rc=$?; truncate -s 1M ok && echo CONTROL-OK"})
 		out, errOut := string(res.Stdout.Data), string(res.Stderr.Data)
+		if strings.Contains(out, "RAISED") {
+			t.Errorf("the command raised its file size limit: %q", out)
+		}
 		if !strings.Contains(out, "CONTROL-OK") {
 			t.Fatalf("control failed: %+v", res)
 		}
@@ -252,5 +255,28 @@ func TestStaleGroupsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live agent's group %s was removed: %v", live, err)
+	}
+}
+
+// TestSandboxCannotLeaveItsCgroup: the cgroup filesystems are not in the
+// sandbox, so a sandboxed root command cannot move itself out of its
+// limits.
+func TestSandboxCannotLeaveItsCgroup(t *testing.T) {
+	requireLimit(t, Enforced().Processes)
+	m, _ := sandboxManager(t, Options{})
+	var files []string
+	for _, c := range []*controller{&limitProbes().pids, &limitProbes().memory} {
+		if c.v1 != "" {
+			files = append(files, filepath.Join(filepath.Dir(c.v1), "cgroup.procs"), filepath.Join(c.v1, "cgroup.procs"))
+		}
+	}
+	if p := limitProbes().v2Parent; p != "" {
+		files = append(files, filepath.Join(p, "cgroup.procs"))
+	}
+	for _, f := range files {
+		res := run(t, m, Command{Script: "echo $$ > " + f + " && echo MOVED"})
+		if strings.Contains(string(res.Stdout.Data), "MOVED") {
+			t.Errorf("the sandboxed command moved itself to %s", f)
+		}
 	}
 }
