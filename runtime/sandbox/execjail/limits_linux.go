@@ -229,8 +229,10 @@ type limitGroup struct {
 	pidsV1 string
 }
 
-func newLimitGroup(l Limits) (*limitGroup, error) {
-	p := limitProbes()
+func newLimitGroup(l Limits) (*limitGroup, error) { return newLimitGroupIn(limitProbes(), l) }
+
+// newLimitGroupIn creates the groups under what p found.
+func newLimitGroupIn(p *limitProbe, l Limits) (*limitGroup, error) {
 	limitSeq.Lock()
 	limitN++
 	name := fmt.Sprintf("execjail-%d-m%d", os.Getpid(), limitN)

@@ -280,3 +280,68 @@ func TestSandboxCannotLeaveItsCgroup(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitGroupV2Layout checks, on a directory standing in for a cgroup
+// v2 hierarchy, what a Manager's group is made of when v2 carries pids
+// and memory (this machine may only have v1 for them): the limits, no
+// swap, OOM counting from memory.events, and the commands' kill groups
+// below it.
+func TestLimitGroupV2Layout(t *testing.T) {
+	parent := t.TempDir()
+	p := &limitProbe{v2Parent: parent, pids: controller{name: "pids", v2: true}, memory: controller{name: "memory", v2: true}}
+	g, err := newLimitGroupIn(p, Limits{Processes: 64, Memory: 64 << 20, FileBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(g.v2) != parent || len(g.v1) != 0 || len(g.procsFiles()) != 0 {
+		t.Fatalf("group %+v", g)
+	}
+	for file, want := range map[string]string{"pids.max": "64", "memory.max": "67108864", "memory.swap.max": "0"} {
+		if b, err := os.ReadFile(filepath.Join(g.v2, file)); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", file, b, err, want)
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(g.v2, "memory.events"), []byte("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\n"), 0o644))
+	if n := g.oomKills(); n != 2 {
+		t.Errorf("oomKills = %d, want 2", n)
+	}
+	tr, err := newTree(ModePIDNamespace, g)
+	if err != nil || tr.(*pidnsTree).joinV2 != g.v2 {
+		t.Errorf("pid-namespace commands do not start in the group: %+v, %v", tr, err)
+	}
+	if tr, _ := newTree(ModeProcessGroup, g); tr.(*pgroupTree).joinV2 != g.v2 {
+		t.Errorf("process-group commands do not start in the group")
+	}
+	if probe(ModeCgroup) == nil {
+		if tr, _ := newTree(ModeCgroup, g); tr.(*cgroupTree).parent != g.v2 {
+			t.Errorf("cgroup-mode kill groups are not below the limit group")
+		}
+	}
+}
+
+// TestLimitGroupV1Layout: the same with v1 pids and memory hierarchies.
+func TestLimitGroupV1Layout(t *testing.T) {
+	pids, mem := t.TempDir(), t.TempDir()
+	p := &limitProbe{pids: controller{name: "pids", v1: pids}, memory: controller{name: "memory", v1: mem}}
+	g, err := newLimitGroupIn(p, Limits{Processes: 64, Memory: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := g.procsFiles()
+	if g.v2 != "" || len(files) != 2 || filepath.Dir(filepath.Dir(files[0])) != pids || filepath.Dir(filepath.Dir(files[1])) != mem {
+		t.Fatalf("group %+v, joins %v", g, files)
+	}
+	for file, want := range map[string]string{
+		filepath.Join(g.v1[0], "pids.max"):                    "64",
+		filepath.Join(g.v1[1], "memory.limit_in_bytes"):       "67108864",
+		filepath.Join(g.v1[1], "memory.memsw.limit_in_bytes"): "67108864",
+	} {
+		if b, err := os.ReadFile(file); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", file, b, err, want)
+		}
+	}
+	must(t, os.WriteFile(g.oomV1, []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n"), 0o644))
+	if n := g.oomKills(); n != 5 {
+		t.Errorf("oomKills = %d, want 5", n)
+	}
+}
