@@ -60,8 +60,9 @@ func limitProbes() *limitProbe {
 		p := &limitProbed
 		p.pids.name, p.memory.name = "pids", "memory"
 		v2, v2err := cgroupV2Dir()
+		var v2errs map[string]error
 		if v2err == nil {
-			p.v2Parent = v2
+			p.v2Parent, v2errs = pickV2Parent(v2, "pids", "memory")
 		}
 		v1 := cgroupV1Dirs()
 		for _, dir := range append([]string{p.v2Parent}, v1["pids"], v1["memory"]) {
@@ -71,7 +72,7 @@ func limitProbes() *limitProbe {
 			var errs []error
 			if v2err != nil {
 				errs = append(errs, fmt.Errorf("cgroup v2: %w", v2err))
-			} else if err := enableV2(v2, c.name); err != nil {
+			} else if err := v2errs[c.name]; err != nil {
 				errs = append(errs, fmt.Errorf("cgroup v2: %w", err))
 			} else {
 				c.v2 = true
@@ -119,6 +120,40 @@ func removeStale(dir string) {
 		stale := &limitGroup{v1: []string{filepath.Join(dir, ent.Name())}}
 		stale.remove()
 	}
+}
+
+// pickV2Parent chooses the v2 group the limit groups go in: the agent's
+// own group when it can hand the controllers to children (only the root
+// group can while it holds processes), else its parent (the delegated
+// group of an agent that runs in a leaf of its own). The errors say why a
+// controller is not available in either.
+func pickV2Parent(own string, names ...string) (string, map[string]error) {
+	candidates := []string{own}
+	if up := filepath.Dir(own); up != own {
+		if _, err := os.Stat(filepath.Join(up, "cgroup.controllers")); err == nil {
+			candidates = append(candidates, up) // still in the hierarchy
+		}
+	}
+	var best string
+	var bestErrs map[string]error
+	for _, dir := range candidates {
+		errs := map[string]error{}
+		ok := 0
+		for _, name := range names {
+			if err := enableV2(dir, name); err != nil {
+				errs[name] = err
+			} else {
+				ok++
+			}
+		}
+		if ok == len(names) {
+			return dir, errs
+		}
+		if bestErrs == nil || ok > len(names)-len(bestErrs) {
+			best, bestErrs = dir, errs
+		}
+	}
+	return best, bestErrs
 }
 
 // enableV2 makes controller available to children of dir.

@@ -345,3 +345,33 @@ func TestLimitGroupV1Layout(t *testing.T) {
 		t.Errorf("oomKills = %d, want 5", n)
 	}
 }
+
+// TestPickV2Parent: the limit groups go in the agent's own v2 group when
+// it can delegate the controllers, else in its parent (an agent running
+// in a leaf of a delegated group), never above the hierarchy.
+func TestPickV2Parent(t *testing.T) {
+	mk := func(dir, controllers, subtree string) {
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte(controllers), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(subtree), 0o644))
+	}
+	root := t.TempDir()
+	delegated := filepath.Join(root, "service")
+	leaf := filepath.Join(delegated, "agent")
+	mk(delegated, "cpu pids memory", "pids memory")
+	mk(leaf, "", "") // the leaf holding the agent gets no controllers
+	got, errs := pickV2Parent(leaf, "pids", "memory")
+	if got != delegated || len(errs) != 0 {
+		t.Errorf("pickV2Parent(leaf) = %s, %v; want the delegated parent", got, errs)
+	}
+	mk(leaf, "pids memory", "")
+	if got, errs := pickV2Parent(leaf, "pids", "memory"); got != leaf || len(errs) != 0 {
+		t.Errorf("pickV2Parent with controllers at the leaf = %s, %v", got, errs)
+	}
+	// Nothing available anywhere: the reason names the controller.
+	lone := filepath.Join(t.TempDir(), "lone")
+	mk(lone, "hugetlb", "")
+	if _, errs := pickV2Parent(lone, "pids", "memory"); errs["pids"] == nil || !strings.Contains(errs["pids"].Error(), "controller pids not available") {
+		t.Errorf("errors %v", errs)
+	}
+}
