@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -123,21 +124,21 @@ func perlConnect(path string) []string {
 }
 
 // listenUnix listens on addr and counts accepted connections.
-func listenUnix(t *testing.T, addr string) *int32 {
+func listenUnix(t *testing.T, addr string) *atomic.Int32 {
 	t.Helper()
 	l, err := net.Listen("unix", addr)
 	if err != nil {
 		t.Fatalf("listen %s: %v", addr, err)
 	}
 	t.Cleanup(func() { l.Close() })
-	var n int32
+	var n atomic.Int32
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			n++
+			n.Add(1)
 			c.Close()
 		}
 	}()
@@ -171,13 +172,13 @@ func TestSandboxCannotReachHostSockets(t *testing.T) {
 		}
 		for _, network := range []bool{false, true} {
 			m, _ := sandboxManager(t, Options{Network: network})
-			before := *accepted
+			before := accepted.Load()
 			res := run(t, m, Command{Argv: perlConnect(sock)})
 			if strings.Contains(string(res.Stdout.Data), "CONNECTED") || res.ExitCode == 0 {
 				t.Errorf("network=%v: sandboxed command connected to host socket %s: %+v", network, sock, res)
 			}
 			time.Sleep(50 * time.Millisecond)
-			if *accepted != before {
+			if accepted.Load() != before {
 				t.Errorf("network=%v: host socket %s accepted a connection from the sandbox", network, sock)
 			}
 		}
@@ -206,7 +207,7 @@ func TestAbstractSocketsAreScoped(t *testing.T) {
 		c.Close()
 	}
 	time.Sleep(50 * time.Millisecond)
-	base := *accepted
+	base := accepted.Load()
 	check := func(t *testing.T, m *Manager) {
 		res := run(t, m, Command{Argv: perlConnect(name)})
 		if strings.Contains(string(res.Stdout.Data), "CONNECTED") {
@@ -225,8 +226,8 @@ func TestAbstractSocketsAreScoped(t *testing.T) {
 		check(t, m)
 	})
 	time.Sleep(50 * time.Millisecond)
-	if *accepted != base {
-		t.Errorf("the abstract socket accepted %d connections from commands", *accepted-base)
+	if got := accepted.Load(); got != base {
+		t.Errorf("the abstract socket accepted %d connections from commands", got-base)
 	}
 }
 
