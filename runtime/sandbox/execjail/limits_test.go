@@ -4,6 +4,7 @@ package execjail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -373,5 +374,22 @@ func TestPickV2Parent(t *testing.T) {
 	mk(lone, "hugetlb", "")
 	if _, errs := pickV2Parent(lone, "pids", "memory"); errs["pids"] == nil || !strings.Contains(errs["pids"].Error(), "controller pids not available") {
 		t.Errorf("errors %v", errs)
+	}
+}
+
+// TestHelperFailureIsAnError: when the launch helper cannot confine the
+// command (here: its cgroup is gone), the command does not run and Run
+// says why.
+func TestHelperFailureIsAnError(t *testing.T) {
+	m, dir := newManager(t, Isolation(), Options{})
+	m.mu.Lock()
+	m.limits = &limitGroup{v1: []string{filepath.Join(dir, "no-such-cgroup")}}
+	m.mu.Unlock()
+	_, err := m.Run(context.Background(), Command{Script: "touch ran"})
+	if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "join cgroup") {
+		t.Errorf("Run = %v, want ErrStart naming the cgroup join", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the command ran unconfined")
 	}
 }
