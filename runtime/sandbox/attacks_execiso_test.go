@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
 
@@ -275,22 +277,38 @@ func execIsoAttacks() []hostileAttack {
 		{name: "exec-abstract-socket", run: abstractSocket(false)},
 		{name: "bwrap-net-abstract-socket", bwrap: true, run: abstractSocket(true)},
 		{name: "bwrap-nested-ro", bwrap: true, run: func(e *env) string {
-			protected := filepath.Join(e.ws, "protected")
-			must(e.t, os.Mkdir(protected, 0o755))
-			must(e.t, os.WriteFile(protected+"/config", []byte("original\n"), 0o644))
-			e.mustLoad("attacker", "attacker", map[string]any{"self": "attacker"},
-				fmt.Sprintf("fs: [{path: workspace, mode: rw}, {path: %q, mode: ro}]", protected), defaultLimits, sandboxGrant)
-			res := e.sandboxed("echo ok > ok.txt && echo CONTROL-OK; echo pwned > protected/config; echo pwned > protected/new; rm -f protected/config", 0)
-			if !strings.Contains(res.Stdout.Data, "CONTROL-OK") {
-				e.t.Fatalf("control: %+v", res)
+			// The agent's workspace under /tmp (the suite's) and outside it.
+			other, err := os.MkdirTemp("/var/tmp", "hostile-ws-")
+			if err != nil {
+				e.t.Fatalf("a workspace outside /tmp: %v", err)
 			}
-			if b, err := os.ReadFile(protected + "/config"); err != nil || string(b) != "original\n" {
-				e.t.Errorf("protected/config = %q, %v", b, err)
+			e.t.Cleanup(func() { os.RemoveAll(other) })
+			for i, ws := range []string{e.ws, other} {
+				protected := filepath.Join(ws, "protected")
+				must(e.t, os.Mkdir(protected, 0o755))
+				must(e.t, os.WriteFile(protected+"/config", []byte("original\n"), 0o644))
+				name := fmt.Sprintf("nested%d", i)
+				e.mustLoad(name, "attacker", map[string]any{"self": name, "prefix": name + "_"},
+					`fs: [{path: workspace, mode: rw}, {path: "`+protected+`", mode: ro}]`, defaultLimits, sandboxGrant)
+				facts := &prompt.AgentFacts{ID: name, Session: "session-" + name, Model: "m", Cwd: ws}
+				var res hostfns.ExecResult
+				s := e.attackWith(facts, name+"_attack", attackArgs{Attack: "exec", Exec: &hostfns.ExecRequest{
+					Command: "echo ok > ok.txt && echo CONTROL-OK; echo pwned > protected/config; echo pwned > protected/new; rm -f protected/config"}}).Steps[0]
+				if s.Status != "ok" {
+					e.t.Fatalf("%s: exec: %s %s", ws, s.Status, s.Msg)
+				}
+				must(e.t, json.Unmarshal([]byte(s.Data), &res))
+				if !strings.Contains(res.Stdout.Data, "CONTROL-OK") {
+					e.t.Fatalf("%s: control: %+v", ws, res)
+				}
+				if b, err := os.ReadFile(protected + "/config"); err != nil || string(b) != "original\n" {
+					e.t.Errorf("%s: protected/config = %q, %v", ws, b, err)
+				}
+				if _, err := os.Stat(protected + "/new"); err == nil {
+					e.t.Errorf("%s: the sandboxed command created protected/new", ws)
+				}
 			}
-			if _, err := os.Stat(protected + "/new"); err == nil {
-				e.t.Error("the sandboxed command created protected/new")
-			}
-			return "refused (the ro grant inside the rw workspace is bound read-only over it)"
+			return "refused (the ro grant inside the rw workspace is bound read-only over it, under /tmp and /var/tmp)"
 		}},
 	}
 }
