@@ -174,6 +174,37 @@ echo CONTROL-OK`, pid)
 	}
 }
 
+// kernelFiles tries, as the command's uid 0, to write a sysctl (the value
+// it already has, so a success changes nothing), and to open the sysrq
+// trigger and a cgroup.procs for writing (an open alone does nothing).
+func kernelFiles(sandbox bool) func(e *env) string {
+	return func(e *env) string {
+		if os.Geteuid() != 0 {
+			e.t.Skip("only uid 0 may write these files at all")
+		}
+		if !sandbox && execjail.Isolation() != execjail.ModePIDNamespace {
+			e.t.Skipf("%s: commands share the agent's /proc and /sys (SECURITY.md)", execjail.Isolation())
+		}
+		e.attacker(nil, fmt.Sprintf("exec: {allowed: true, timeout: 4s, max_timeout: 5s, sandbox: %v}", sandbox))
+		var res hostfns.ExecResult
+		e.execOK(e.main, "exec", attackArgs{Exec: &hostfns.ExecRequest{Command: `v=$(cat /proc/sys/kernel/core_pattern) && echo CONTROL-OK
+if printf '%s\n' "$v" > /proc/sys/kernel/core_pattern; then echo WROTE-SYSCTL; fi
+if (exec 3>>/proc/sysrq-trigger); then echo OPENED-SYSRQ; fi
+for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; do
+  if [ -e "$f" ] && (exec 3>>"$f"); then echo "OPENED-CGROUP $f"; fi
+done`}}, &res)
+		if !strings.Contains(res.Stdout.Data, "CONTROL-OK") {
+			e.t.Fatalf("control: %+v", res)
+		}
+		for _, bad := range []string{"WROTE-SYSCTL", "OPENED-SYSRQ", "OPENED-CGROUP"} {
+			if strings.Contains(res.Stdout.Data, bad) {
+				e.t.Errorf("%s: %q", bad, res.Stdout.Data)
+			}
+		}
+		return "refused (read-only file system: /proc/sys, /proc/sysrq-trigger, /sys)"
+	}
+}
+
 // hostSocket listens on a Unix socket in a host directory outside every
 // root and checks that a sandboxed command cannot connect to it.
 func hostSocket(base string, network bool) func(e *env) string {
@@ -271,6 +302,8 @@ func execIsoAttacks() []hostileAttack {
 		{name: "bwrap-sparse-file", bwrap: true, run: sparseFile(true)},
 		{name: "exec-agent-proc", run: agentProc(false)},
 		{name: "bwrap-agent-proc", bwrap: true, run: agentProc(true)},
+		{name: "exec-kernel-files", run: kernelFiles(false)},
+		{name: "bwrap-kernel-files", bwrap: true, run: kernelFiles(true)},
 		{name: "bwrap-host-socket-run", bwrap: true, run: hostSocket("/run", false)},
 		{name: "bwrap-host-socket-var-tmp", bwrap: true, run: hostSocket("/var/tmp", false)},
 		{name: "bwrap-net-host-socket-run", bwrap: true, run: hostSocket("/run", true)},

@@ -84,6 +84,14 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 	args = append(args,
 		"--dev", "/dev",
 		"--proc", "/proc",
+		// uid 0 may write these without a capability: sysctls such as
+		// core_pattern or modprobe would have the kernel run a program of
+		// the command's choosing with every capability, sysrq-trigger
+		// reboots. bwrap 0.8 leaves them writable for root.
+		"--ro-bind", "/proc/sys", "/proc/sys",
+		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--ro-bind-try", "/proc/irq", "/proc/irq",
+		"--ro-bind-try", "/proc/bus", "/proc/bus",
 		"--tmpfs", "/tmp",
 		"--tmpfs", "/var/tmp",
 		"--tmpfs", "/run",

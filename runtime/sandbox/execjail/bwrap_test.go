@@ -200,7 +200,8 @@ func TestBwrapArgs(t *testing.T) {
 	for _, want := range []string{
 		"--unshare-net", "--cap-drop ALL", "--die-with-parent", "--new-session", "--unshare-pid",
 		"--ro-bind /usr /usr", "--ro-bind-try /etc/passwd /etc/passwd",
-		"--dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run --symlink ../run /var/run ",
+		"--dev /dev --proc /proc --ro-bind /proc/sys /proc/sys --ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger",
+		"--tmpfs /tmp --tmpfs /var/tmp --tmpfs /run --symlink ../run /var/run ",
 		"--ro-bind /tmp/ro /tmp/ro", "--ro-bind /srv/ro /srv/ro", "--bind /tmp/ws /tmp/ws", "--bind /tmp/ws/sub /tmp/ws/sub",
 		"--chdir /tmp/ws -- bash -c x",
 	} {

@@ -25,7 +25,8 @@ import (
 //  1. joins the cgroup v1 limit groups it is given (v2 groups are joined
 //     by the kernel at clone time, CLONE_INTO_CGROUP);
 //  2. in the PID namespace mode, mounts the namespace's own /proc (the
-//     process was cloned with CLONE_NEWNS|CLONE_NEWPID);
+//     process was cloned with CLONE_NEWNS|CLONE_NEWPID) and makes
+//     /proc/sys, /proc/sysrq-trigger and /sys read-only there;
 //  3. sets RLIMIT_FSIZE and ignores SIGXFSZ, so an oversized write fails
 //     with EFBIG instead of killing the writer;
 //  4. clears the ambient, bounding and inheritable capability sets, so
@@ -114,6 +115,9 @@ func confine(cfg helperConfig) error {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("mount /proc: %w", err)
 		}
+		if err := readOnlyKernelFiles(); err != nil {
+			return err
+		}
 	}
 	if cfg.FileBytes > 0 {
 		lim := unix.Rlimit{Cur: cfg.FileBytes, Max: cfg.FileBytes}
@@ -138,6 +142,31 @@ func confine(cfg helperConfig) error {
 		if err := landlockScope(cfg.Scope); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// readOnlyKernelFiles makes the kernel's writable files read-only in the
+// command's mount namespace: /proc/sys (sysctls such as core_pattern or
+// modprobe would run a program of the command's choosing with every
+// capability), /proc/sysrq-trigger (reboot, crash) and all of /sys (the
+// cgroup files included, so the command cannot leave its limit groups).
+// uid 0 may write them without any capability.
+func readOnlyKernelFiles() error {
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger"} {
+		if err := unix.Mount(p, p, "", unix.MS_BIND, ""); err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/sys", unix.AT_RECURSIVE, &attr); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("make /sys read-only: %w", err)
 	}
 	return nil
 }

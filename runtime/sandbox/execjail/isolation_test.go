@@ -295,3 +295,40 @@ func TestExecIsolationAvailable(t *testing.T) {
 	}
 	t.Logf("exec isolation: %+v", e)
 }
+
+// TestKernelFilesReadOnly: in the PID namespace mode and the sandbox, a
+// root command cannot write sysctls, the sysrq trigger or cgroup files,
+// all of which uid 0 may write without a capability. Every write here
+// would change nothing if it got through (the same value back; an open
+// without a write).
+func TestKernelFilesReadOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only uid 0 may write these files at all")
+	}
+	script := `v=$(cat /proc/sys/kernel/core_pattern) && echo CONTROL-OK
+if printf '%s\n' "$v" > /proc/sys/kernel/core_pattern; then echo WROTE-SYSCTL; fi
+if (exec 3>>/proc/sysrq-trigger); then echo OPENED-SYSRQ; fi
+for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; do
+  if [ -e "$f" ] && (exec 3>>"$f"); then echo "OPENED-CGROUP $f"; fi
+done`
+	check := func(t *testing.T, m *Manager) {
+		res := run(t, m, Command{Script: script})
+		out := string(res.Stdout.Data)
+		if !strings.Contains(out, "CONTROL-OK") {
+			t.Fatalf("control: %+v", res)
+		}
+		for _, bad := range []string{"WROTE-SYSCTL", "OPENED-SYSRQ", "OPENED-CGROUP"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s: %q", bad, out)
+			}
+		}
+	}
+	t.Run(string(ModePIDNamespace), func(t *testing.T) {
+		m, _ := newManager(t, ModePIDNamespace, Options{})
+		check(t, m)
+	})
+	t.Run("sandbox", func(t *testing.T) {
+		m, _ := sandboxManager(t, Options{})
+		check(t, m)
+	})
+}
