@@ -92,6 +92,7 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--ro-bind-try", "/proc/irq", "/proc/irq",
 		"--ro-bind-try", "/proc/bus", "/proc/bus",
+		"--ro-bind-try", "/proc/fs", "/proc/fs",
 		"--tmpfs", "/tmp",
 		"--tmpfs", "/var/tmp",
 		"--tmpfs", "/run",

@@ -149,11 +149,12 @@ func confine(cfg helperConfig) error {
 // readOnlyKernelFiles makes the kernel's writable files read-only in the
 // command's mount namespace: /proc/sys (sysctls such as core_pattern or
 // modprobe would run a program of the command's choosing with every
-// capability), /proc/sysrq-trigger (reboot, crash) and all of /sys (the
+// capability), /proc/sysrq-trigger (reboot, crash), /proc/irq, /proc/bus,
+// /proc/fs (as container runtimes do) and all of /sys (the
 // cgroup files included, so the command cannot leave its limit groups).
 // uid 0 may write them without any capability.
 func readOnlyKernelFiles() error {
-	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger"} {
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
 		if err := unix.Mount(p, p, "", unix.MS_BIND, ""); err != nil {
 			if err == unix.ENOENT {
 				continue
