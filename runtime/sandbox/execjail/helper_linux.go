@@ -19,14 +19,15 @@ import (
 
 // The launch helper. Every command starts as a re-execution of the agent's
 // own binary (/proc/self/exe) under the argv[0] helperArg0. The package's
-// init notices that name and, before any other code of the program runs,
-// confines the process and then execs the real command:
+// init notices that name and, before main (and before the init of any
+// package that imports execjail), confines the process and then execs the
+// real command:
 //
 //  1. joins the cgroup v1 limit groups it is given (v2 groups are joined
 //     by the kernel at clone time, CLONE_INTO_CGROUP);
 //  2. in the PID namespace mode, mounts the namespace's own /proc (the
-//     process was cloned with CLONE_NEWNS|CLONE_NEWPID) and makes
-//     /proc/sys, /proc/sysrq-trigger and /sys read-only there;
+//     process was cloned with CLONE_NEWNS|CLONE_NEWPID) and makes the
+//     kernel's writable files read-only there (readOnlyKernelFiles);
 //  3. sets RLIMIT_FSIZE and ignores SIGXFSZ, so an oversized write fails
 //     with EFBIG instead of killing the writer;
 //  4. clears the ambient, bounding and inheritable capability sets, so
@@ -71,7 +72,8 @@ func init() {
 	}
 }
 
-// helperExit is where a failing helper reports; it never returns.
+// helperFail reports why the helper could not run the command (through
+// the error pipe when there is one) and exits; it never returns.
 func helperFail(errFD int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if errFD > 2 {
