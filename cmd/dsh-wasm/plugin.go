@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -63,6 +64,10 @@ what it registered as JSON:
                  sections that neither the harness nor the plugin provides;
                  another plugin of the deployment must, or the deployment's
                  load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
 The host registers the harness's sections and variables first, as a
 deployment does, so a plugin claiming one of their names is refused.
@@ -149,6 +154,9 @@ type inspectReport struct {
 	PromptOrder   [2]int                     `json:"prompt_order"`
 	Events        []string                   `json:"events"`
 	Dangling      []prompt.Dangling          `json:"dangling"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec execjail.Enforcement `json:"exec"`
 }
 
 type inspectSection struct {
@@ -211,6 +219,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 		PromptOrder:   [2]int{lo, hi},
 		Events:        p.GrantedEvents(),
 		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
 	}
 	if r.Events == nil {
 		r.Events = []string{}
