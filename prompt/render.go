@@ -54,6 +54,9 @@ func RenderLimit(a *Assembly, limit int64) (string, error) {
 		}
 		start := b.Len()
 		if err := renderSection(&b, s.Name, s.Text, a.Variables, limit); err != nil {
+			if re, ok := err.(*RenderError); ok {
+				re.Owner = s.Owner
+			}
 			return "", err
 		}
 		if b.Len() == start {
@@ -150,8 +153,14 @@ func renderErr(section string, sentinel error, text string, i, end int, vars map
 	e := &RenderError{Section: section, Err: sentinel, Ref: ref, Offset: i}
 	if vars != nil {
 		e.Known = make([]string, 0, len(vars))
-		for k := range vars {
+		for k, v := range vars {
 			e.Known = append(e.Known, k)
+			if v.Owner != "" {
+				if e.Owners == nil {
+					e.Owners = map[string]string{}
+				}
+				e.Owners[k] = v.Owner
+			}
 		}
 		slices.Sort(e.Known)
 	}

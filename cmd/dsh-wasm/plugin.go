@@ -12,7 +12,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -55,11 +57,24 @@ what it registered as JSON:
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  prompt_order   [lo, hi], the section orders its grants allow (default
+                 [1, 9223372036854775807]: after the persona)
+  events         the waterfalls its grants let it join (none by default)
+  dangling       [{section, owner, variable}]: references of its static
+                 sections that neither the harness nor the plugin provides;
+                 another plugin of the deployment must, or the deployment's
+                 load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
   bounds         the limits it runs under and its quota use: memory, call,
                  init and wall-clock timeouts, host bytes per call, prompt
                  bytes (and those its registrations hold), log bytes per
                  minute, registrations, state per session (docs/SECURITY.md)
 
+The host registers the harness's sections and variables first, as a
+deployment does, so a plugin claiming one of their names is refused.
 Nothing is granted, and a plugin is never refused for its needs: they are
 reported under capabilities.
 
@@ -140,7 +155,13 @@ type inspectReport struct {
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
-	Bounds        plugin.Bounds              `json:"bounds"`
+	PromptOrder   [2]int                     `json:"prompt_order"`
+	Events        []string                   `json:"events"`
+	Dangling      []prompt.Dangling          `json:"dangling"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec   execjail.Enforcement `json:"exec"`
+	Bounds plugin.Bounds        `json:"bounds"`
 }
 
 type inspectSection struct {
@@ -161,10 +182,18 @@ type inspectTool struct {
 // flags choose.
 func inspectPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, logger *slog.Logger) (_ *inspectReport, err error) {
 	cache := g.openCache(logger)
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Logger: logger, Builtins: guests.FS, Cache: cache})
+	reg := prompt.NewRegistry(logger)
+	h, err := plugin.New(plugin.Options{Registry: reg, Logger: logger, Builtins: guests.FS, Cache: cache})
 	if err != nil {
 		cache.Close(ctx)
 		return nil, fmt.Errorf("start plugin host: %w", err)
+	}
+	// What a deployment registers before its plugins.
+	if _, _, err := prompt.RegisterHarnessSections(reg, ""); err != nil {
+		return nil, err
+	}
+	if _, err := agent.RegisterBuiltinVariables(reg); err != nil {
+		return nil, err
 	}
 	defer func() {
 		bg := context.WithoutCancel(ctx)
@@ -176,7 +205,13 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 	if err != nil {
 		return nil, err
 	}
+	return reportOf(p), nil
+}
+
+// reportOf describes a loaded plugin.
+func reportOf(p *plugin.Plugin) *inspectReport {
 	c := p.Contribution()
+	lo, hi := p.PromptOrder()
 	r := &inspectReport{
 		Name:          p.Name(),
 		SHA256:        "sha256:" + p.Digest(),
@@ -187,6 +222,16 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
 		Bounds:        p.Bounds(),
+		PromptOrder:   [2]int{lo, hi},
+		Events:        p.GrantedEvents(),
+		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
+	}
+	if r.Events == nil {
+		r.Events = []string{}
+	}
+	if r.Dangling == nil {
+		r.Dangling = []prompt.Dangling{}
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
@@ -194,7 +239,7 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 	for _, t := range c.Tools {
 		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	return r, nil
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {
