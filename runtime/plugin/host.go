@@ -65,6 +65,9 @@ type Spec struct {
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
+	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
+	// the module's imports and exports.
+	ABI string
 	// ModuleConfig, when set, adjusts each instance's module config.
 	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
 
