@@ -8,11 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/tetratelabs/wazero"
@@ -247,11 +251,17 @@ type extismState struct {
 	vars     map[string][]byte
 	varBytes int
 
+	// Buffers of the tool-call path, reused (mu guards them: a tool call
+	// and a re-query may overlap on the load-time instance).
+	mu               sync.Mutex
+	args, res, block jsonobj.Obj
+	text             []byte
+
 	// Valid during a call.
 	abortErr     error
 	httpStatus   int32
 	httpHeaders  []byte
-	toolsChanged bool
+	toolsChanged atomic.Bool
 }
 
 // newExtismInstance instantiates a kernel and the guest linked to it.
@@ -487,7 +497,7 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInit, err)
 	}
-	in.ext.toolsChanged = false
+	in.ext.toolsChanged.Store(false)
 	return p.addTools(&callState{tx: tx, init: true}, tools)
 }
 
@@ -502,18 +512,14 @@ func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 	return nil
 }
 
-// refreshTools re-queries the tools after the plugin said they changed,
-// and replaces its tools in the registry in one update.
-func (p *Plugin) refreshTools(ctx context.Context) error {
-	in, err := p.loadInstance(ctx)
-	if err != nil {
-		return err
-	}
+// refreshTools re-queries the tools, in the instance that said they
+// changed, and replaces the plugin's tools in the registry in one update.
+func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
 	tools, err := p.listTools(ctx, in)
 	if err != nil {
 		return err
 	}
-	in.ext.toolsChanged = false
+	in.ext.toolsChanged.Store(false)
 	c := p.contrib
 	return p.h.reg.Update(func(tx *prompt.Tx) error {
 		c.mu.Lock()
@@ -544,23 +550,34 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
-	if !json.Valid(args) {
-		return ToolResult{Text: "tool arguments are not valid JSON", IsError: true}, nil
+	x := in.ext
+	// The arguments are spliced into the input as they are, so they must
+	// be one JSON object; jsonobj checks that without reflection.
+	x.mu.Lock()
+	err := x.args.Parse(args)
+	x.mu.Unlock()
+	if err != nil {
+		return ToolResult{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
 	}
-	var input []byte
 	export := "call"
-	req := map[string]any{"name": name, "arguments": json.RawMessage(args)}
+	input := make([]byte, 0, len(args)+len(name)+64)
 	if p.abi == ABIHyperMCPv2 {
 		export = "call_tool"
-		input, _ = json.Marshal(map[string]any{"request": req, "context": p.requestContext()})
+		input = append(input, `{"request":{"name":`...)
+		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
+		input = append(input, args...)
+		input = append(input, `},"context":{"id":`...)
+		input = strconv.AppendInt(input, p.reqID.Add(1), 10)
+		input = append(input, `,"_meta":{}}}`...)
 	} else {
-		input, _ = json.Marshal(map[string]any{"params": req})
+		input = append(input, `{"params":{"name":`...)
+		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
+		input = append(input, args...)
+		input = append(input, `}}`...)
 	}
 	out, msg, failed, err := in.invokeExtism(ctx, &callState{facts: facts}, export, p.limits.CallTimeout, input)
-	changed := in.ext.toolsChanged
-	in.ext.toolsChanged = false
-	if changed {
-		if rerr := p.refreshTools(context.WithoutCancel(ctx)); rerr != nil {
+	if x.toolsChanged.Swap(false) && err == nil {
+		if rerr := p.refreshTools(context.WithoutCancel(ctx), in); rerr != nil {
 			p.log.Warn("the plugin said its tools changed; re-querying them failed", "err", rerr)
 		}
 	}
@@ -570,11 +587,106 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if failed {
 		return ToolResult{Text: msg, IsError: true}, nil
 	}
+	if text, isErr, ok := x.textResult(out); ok {
+		return ToolResult{Text: text, IsError: isErr}, nil
+	}
 	text, isErr, err := mcpResultText(out)
 	if err != nil {
 		return ToolResult{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
 	return ToolResult{Text: text, IsError: isErr}, nil
+}
+
+// textResult renders the common CallToolResult, whose content blocks are
+// all text, with package jsonobj: no reflection, one allocation. ok false
+// sends the caller to mcpResultText.
+func (x *extismState) textResult(out []byte) (text string, isErr, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.res.Parse(out) != nil {
+		return "", false, false
+	}
+	if v, found := x.res.Lookup("isError"); found {
+		switch v.Kind() {
+		case jsonobj.Bool:
+			isErr, _ = v.Bool()
+		case jsonobj.Null:
+		default:
+			return "", false, false
+		}
+	}
+	cv, found := x.res.Lookup("content")
+	if !found || cv.Kind() != jsonobj.Array {
+		return "", false, false
+	}
+	buf := x.text[:0]
+	n := 0
+	ok = eachObject(cv.Raw(), func(el []byte) bool {
+		if x.block.Parse(el) != nil {
+			return false
+		}
+		t, _ := x.block.Lookup("type")
+		if tb, ok := t.Verbatim(); !ok || string(tb) != "text" {
+			return false
+		}
+		tv, _ := x.block.Lookup("text")
+		if n > 0 {
+			buf = append(buf, '\n')
+		}
+		n++
+		var err error
+		buf, err = tv.AppendText(buf)
+		return err == nil
+	})
+	x.text = buf
+	if !ok || n == 0 {
+		return "", false, false
+	}
+	return string(buf), isErr, true
+}
+
+// eachObject calls fn with each element of a JSON array that jsonobj has
+// already validated; it stops with false at an element that is not an
+// object or when fn says so.
+func eachObject(arr []byte, fn func([]byte) bool) bool {
+	i := 1 // after '['
+	for {
+		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\t' || arr[i] == '\n' || arr[i] == '\r' || arr[i] == ',') {
+			i++
+		}
+		if i >= len(arr) || arr[i] == ']' {
+			return true
+		}
+		if arr[i] != '{' {
+			return false
+		}
+		start, depth, inStr := i, 0, false
+		for ; i < len(arr); i++ {
+			c := arr[i]
+			if inStr {
+				if c == '\\' {
+					i++
+				} else if c == '"' {
+					inStr = false
+				}
+				continue
+			}
+			if c == '"' {
+				inStr = true
+			} else if c == '{' || c == '[' {
+				depth++
+			} else if c == '}' || c == ']' {
+				depth--
+				if depth == 0 {
+					i++
+					break
+				}
+			}
+		}
+		if !fn(arr[start:i]) {
+			return false
+		}
+	}
 }
 
 // mcpResultText renders an MCP CallToolResult for the model: text blocks

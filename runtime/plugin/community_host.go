@@ -291,6 +291,6 @@ func extNotify(kind string) extismImpl {
 }
 
 func extToolListChanged(in *instance, x *extismState, cs *callState, stack []uint64) error {
-	x.toolsChanged = true
+	x.toolsChanged.Store(true)
 	return nil
 }
