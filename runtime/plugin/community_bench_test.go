@@ -38,7 +38,7 @@ func BenchmarkCommunityToolCall(b *testing.B) {
 	quoted, _ := json.Marshal(benchText)
 	guests := []struct {
 		name, path, tool, want string
-		input, wantRaw     []byte
+		input, wantRaw         []byte
 	}{
 		{"go-pdk", communityGuest(b, "mcp-run"), "echo", benchText, input, quoted},
 		{"rust-pdk-shape", watPlugin(b), "wat_echo", "wat ok", watInput, []byte(benchText)},
