@@ -27,7 +27,7 @@ type hostileAttack struct {
 // them.
 func hostileAttacks() []hostileAttack {
 	var all []hostileAttack
-	for _, group := range [][]hostileAttack{fsAttacks(), execAttacks(), netAttacks(), computeAttacks(), abiAttacks(), registryAttacks(), moduleAttacks(), bwrapAttacks()} {
+	for _, group := range [][]hostileAttack{fsAttacks(), execAttacks(), netAttacks(), computeAttacks(), abiAttacks(), registryAttacks(), moduleAttacks(), bwrapAttacks(), communityAttacks()} {
 		all = append(all, group...)
 	}
 	return all
