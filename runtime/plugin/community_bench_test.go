@@ -15,7 +15,7 @@ import (
 // the Extism ABI on our host and on extism go-sdk, with the same module
 // and the same input on both sides:
 //
-//   - "go-pdk": testdata/guests/mcp-run's echo tool, a Go guest on go-pdk
+//   - "go-pdk": testdata/guests/mcp-run's run_echo tool, a Go guest on go-pdk
 //     v1.1.3 (it decodes the arguments with package jsonobj and answers a
 //     CallToolResult holding the text);
 //   - "rust-pdk-shape": testdata/wat/rust-pdk-hyper-mcp.wat, which moves
@@ -33,14 +33,14 @@ import (
 func BenchmarkCommunityToolCall(b *testing.B) {
 	ctx := context.Background()
 	args, _ := json.Marshal(map[string]string{"text": benchText})
-	input, _ := json.Marshal(map[string]any{"params": map[string]any{"name": "echo", "arguments": json.RawMessage(args)}})
+	input, _ := json.Marshal(map[string]any{"params": map[string]any{"name": "run_echo", "arguments": json.RawMessage(args)}})
 	watInput, _ := json.Marshal(map[string]any{"params": map[string]any{"name": "wat_echo", "arguments": json.RawMessage(args)}})
 	quoted, _ := json.Marshal(benchText)
 	guests := []struct {
 		name, path, tool, want string
 		input, wantRaw         []byte
 	}{
-		{"go-pdk", communityGuest(b, "mcp-run"), "echo", benchText, input, quoted},
+		{"go-pdk", communityGuest(b, "mcp-run"), "run_echo", benchText, input, quoted},
 		{"rust-pdk-shape", watPlugin(b), "wat_echo", "wat ok", watInput, []byte(benchText)},
 	}
 	for _, g := range guests {

@@ -29,7 +29,7 @@ func legacyConfig(key string) string {
 func describe() int32 {
 	pdk.OutputString(`{"tools":[` +
 		`{"name":"greet","description":"Greet someone.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},` +
-		`{"name":"echo","description":"Echo the text back.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}]}`)
+		`{"name":"run_echo","description":"Echo the text back.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}]}`)
 	return 0
 }
 
@@ -62,7 +62,7 @@ func call() int32 {
 		v, _ := args.Lookup("name")
 		who, _ := v.Text()
 		text = legacyConfig("greeting") + ", " + who
-	case "echo":
+	case "run_echo":
 		v, _ := args.Lookup("text")
 		text, _ = v.Text()
 	default:
