@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,5 +96,35 @@ func TestInspectRender(t *testing.T) {
 	want := []renderedSection{{Name: "kit:static", Text: "Model kit_model:cli."}, {Name: "kit:dyn", Text: "agent inspect runs cli"}}
 	if g, w := mustMarshal(t, r.Rendered), mustMarshal(t, want); g != w {
 		t.Errorf("rendered\n got %s\nwant %s", g, w)
+	}
+}
+
+// A variable export that answers status byte 9 is caught by inspect, not
+// first by an agent's prompt assembly.
+func TestInspectCatchesBadStatusByte(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "badstatus.wat")
+	os.WriteFile(src, []byte(`(module
+  (import "dsh:host/v1" "variable_register" (func $reg (param i32 i32 i32 i32) (result i64)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"name\":\"bad_var\"}")
+  (data (i32.const 2048) "\09")
+  (func (export "dsh_abi_version") (result i32) (i32.const 1))
+  (func (export "dsh_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "dsh_init") (param i32 i32) (result i64)
+    (drop (call $reg (i32.const 0) (i32.const 18) (i32.const 4096) (i32.const 256)))
+    (i64.const 0))
+  (func (export "dsh_variable") (param i32 i32) (result i64)
+    (i64.const 0x0000080000000001)))`), 0o644)
+	wasm := filepath.Join(dir, "badstatus.wasm")
+	if err := guestbuild.CompileWat(wasm, src); err != nil {
+		if errors.Is(err, guestbuild.ErrNoWat2Wasm) && os.Getenv("CI") != "true" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", wasm)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "unknown output status 9") || !strings.Contains(stderr, "dsh_variable") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 }
