@@ -179,7 +179,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	_, dup := h.plugins[name]
 	h.mu.RUnlock()
 	if dup {
-		return nil, fmt.Errorf("load plugin %q: %w", name, ErrAlreadyLoaded)
+		return nil, fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
 	}
 	p, err := h.prepare(ctx, name, spec)
 	if err != nil {

@@ -182,6 +182,9 @@ func (p *Plugin) checkModule() error {
 		}
 		p.exports[name] = true
 	}
+	if _, ok := defs["_start"]; ok && !p.exports[hostfns.ExportInitialize] {
+		return fmt.Errorf("%w: the module is a command (it exports _start and no _initialize), so its exports cannot be called after main returns; build it as a library: Go -buildmode=c-shared, C/clang -mexec-model=reactor (or -nostdlib -Wl,--no-entry), Rust crate-type cdylib", ErrABI)
+	}
 	for _, req := range []string{hostfns.ExportABIVersion, hostfns.ExportAlloc, hostfns.ExportInit} {
 		if !p.exports[req] {
 			return fmt.Errorf("%w: module does not export %s; is it a dsh:host/v1 plugin?", ErrABI, req)
