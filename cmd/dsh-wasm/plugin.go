@@ -26,6 +26,7 @@ to a .wasm file or builtin:NAME for a plugin compiled into dsh-wasm (` + builtin
 	}
 	cmd.AddCommand(newPluginInspectCmd(s))
 	cmd.AddCommand(newPluginCallCmd(s))
+	cmd.AddCommand(newPluginNewCmd(s))
 	return cmd
 }
 

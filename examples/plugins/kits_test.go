@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/plugintest"
 )
 
@@ -66,7 +67,7 @@ func TestGoKitIsTheABIDocExample(t *testing.T) {
 // missing, except under CI=true.
 func BuildKit(t *testing.T, lang, dir, out string) string {
 	t.Helper()
-	env, missing := toolchain(lang, dir)
+	env, missing := guestbuild.KitToolchain(lang, dir)
 	if missing != "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s kit: %s (CI=true: .ci/run installs it)", lang, missing)
@@ -79,64 +80,4 @@ func BuildKit(t *testing.T, lang, dir, out string) string {
 		t.Fatalf("%s kit: build.sh: %v\n%s", lang, err, b)
 	}
 	return out
-}
-
-// toolchain checks what a kit's build.sh needs and returns extra
-// environment for it, or what is missing.
-func toolchain(lang, dir string) (env []string, missing string) {
-	switch lang {
-	case "go":
-		if _, err := exec.LookPath("go"); err != nil {
-			return nil, "go is not installed"
-		}
-	case "c":
-		for _, tool := range []string{"clang", "wasm-ld"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				return nil, tool + " is not installed (apt-get install clang lld)"
-			}
-		}
-		if _, err := os.Stat("/usr/include/wasm32-wasi/stdlib.h"); err != nil {
-			return nil, "wasi-libc is not installed (apt-get install wasi-libc libclang-rt-dev-wasm32)"
-		}
-	case "rust":
-		rustc, target := RustWasm()
-		if rustc == "" {
-			return nil, "no rustc with a wasm32-wasi standard library (apt-get install rustc libstd-rust-dev-wasm32)"
-		}
-		return []string{"RUSTC=" + rustc, "TARGET=" + target}, ""
-	case "as":
-		if _, err := exec.LookPath("node"); err != nil {
-			return nil, "node is not installed (apt-get install nodejs npm)"
-		}
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "asc")); err != nil {
-			return nil, "the AssemblyScript compiler is not installed (npm ci --prefix " + dir + ")"
-		}
-	}
-	return nil, ""
-}
-
-// RustWasm finds a rustc that has a wasm32 WASI standard library: $RUSTC,
-// Debian's /usr/bin/rustc, then rustc on PATH; wasm32-wasi (Debian's
-// rustc) or wasm32-wasip1 (rustup's newer ones).
-func RustWasm() (rustc, target string) {
-	var cands []string
-	if r := os.Getenv("RUSTC"); r != "" {
-		cands = append(cands, r)
-	}
-	cands = append(cands, "/usr/bin/rustc")
-	if r, err := exec.LookPath("rustc"); err == nil {
-		cands = append(cands, r)
-	}
-	for _, r := range cands {
-		for _, tgt := range []string{"wasm32-wasi", "wasm32-wasip1"} {
-			b, err := exec.Command(r, "--print", "target-libdir", "--target", tgt).Output()
-			if err != nil {
-				continue
-			}
-			if m, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(b)), "libstd-*.rlib")); len(m) > 0 {
-				return r, tgt
-			}
-		}
-	}
-	return "", ""
 }
