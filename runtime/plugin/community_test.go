@@ -69,7 +69,7 @@ func TestCommunityV1DescribeAndCall(t *testing.T) {
 		t.Errorf("ABI = %q, want %q (it imports hyper-mcp host functions)", p.ABI(), ABIHyperMCPv1)
 	}
 	tools := p.Contribution().Tools
-	if len(tools) != 9 || tools[0].Name != "echo" || tools[0].Description != "Echo the text back." || !strings.Contains(string(tools[0].Parameters), `"text"`) {
+	if len(tools) != 10 || tools[0].Name != "echo" || tools[0].Description != "Echo the text back." || !strings.Contains(string(tools[0].Parameters), `"text"`) {
 		t.Fatalf("tools = %+v", tools)
 	}
 	if _, ok := registryTool(h, "read_file"); !ok {
@@ -359,4 +359,27 @@ func registryTool(h *Host, name string) (prompt.Tool, bool) {
 		}
 	}
 	return prompt.Tool{}, false
+}
+
+func TestCommunityByteLimits(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t)
+	if _, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1")}); err != nil {
+		t.Fatal(err)
+	}
+	a := agent("a", "m")
+	res, err := h.CallTool(ctx, a, "setvar", []byte(`{"size":"1000"}`))
+	if err != nil || res.Text != "stored 1000" {
+		t.Fatalf("a small var: %+v, %v", res, err)
+	}
+	_, err = h.CallTool(ctx, a, "setvar", []byte(`{"size":"1048577"}`))
+	if err == nil || !strings.Contains(err.Error(), "var_set: vars would hold 1048580 bytes; the limit is 1048576") {
+		t.Fatalf("a var past the limit: %v", err)
+	}
+	// Config past its limit refuses the load.
+	big := strings.Repeat("x", MaxExtismConfigBytes)
+	_, err = newHost(t).Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1"), Config: cfg(t, map[string]any{"k": big})})
+	if !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), "exceeds the Extism config limit") {
+		t.Fatalf("big config: %v", err)
+	}
 }

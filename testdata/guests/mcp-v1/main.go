@@ -9,7 +9,7 @@
 // Tools: echo {text}; media (text, image and resource blocks); read_file
 // {path}; fetch {url}; enable_extra (sets a var and notifies that the
 // tool list changed; describe then lists "extra"); spin; grow; config
-// {key}.
+// {key}; sample (calls create_message); setvar {size}.
 package main
 
 import (
@@ -59,6 +59,7 @@ func describe() int32 {
 		{"grow", "Allocate without end.", schema()},
 		{"config", "Read a config key.", schema("key")},
 		{"sample", "Ask the host for a model completion.", schema()},
+		{"setvar", "Store size bytes in the Extism var big.", schema("size")},
 	}
 	if len(pdk.GetVar("extra")) > 0 {
 		tools = append(tools, tool{"extra", "Added at run time.", schema()})
@@ -137,6 +138,11 @@ func call() int32 {
 	case "config":
 		v, ok := pdk.GetConfig(args["key"])
 		return result(!ok, text(v))
+	case "setvar":
+		var n int
+		fmt.Sscan(args["size"], &n)
+		pdk.SetVar("big", make([]byte, n))
+		return result(false, text(fmt.Sprintf("stored %d", len(pdk.GetVar("big")))))
 	case "sample":
 		m := pdk.AllocateString(`{"messages":[]}`)
 		off := createMessage(m.Offset())
