@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
 
 // Kit is one language kit's example and what it must show.
@@ -59,6 +60,26 @@ func TestGoKitIsTheABIDocExample(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "```go\n"+string(src)+"```\n") {
 		t.Error("examples/plugins/go/main.go is not the Go example of docs/ABI.md; keep them the same")
+	}
+}
+
+// The grant example of docs/ABI.md is a valid config entry.
+func TestABIDocGrantExampleDecodes(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ABI.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\nsource: ./github-issues.wasm")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/ABI.md has no grant example")
+	}
+	e, err := config.Load("ABI.md", []byte("source: ./github-issues.wasm"+block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Grants.FS) != 2 || !e.Grants.Exec.Allowed || e.Grants.Net.AllowedHosts[0] != "api.github.com" || e.Grants.Env[0] != "GITHUB_TOKEN" {
+		t.Errorf("decoded %+v", e.Grants)
 	}
 }
 
