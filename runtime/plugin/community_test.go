@@ -69,7 +69,7 @@ func TestCommunityV1DescribeAndCall(t *testing.T) {
 		t.Errorf("ABI = %q, want %q (it imports hyper-mcp host functions)", p.ABI(), ABIHyperMCPv1)
 	}
 	tools := p.Contribution().Tools
-	if len(tools) != 10 || tools[0].Name != "echo" || tools[0].Description != "Echo the text back." || !strings.Contains(string(tools[0].Parameters), `"text"`) {
+	if len(tools) != 11 || tools[0].Name != "echo" || tools[0].Description != "Echo the text back." || !strings.Contains(string(tools[0].Parameters), `"text"`) {
 		t.Fatalf("tools = %+v", tools)
 	}
 	if _, ok := registryTool(h, "read_file"); !ok {
@@ -332,6 +332,38 @@ func TestCommunityRustPDKImports(t *testing.T) {
 	p, err := h.Load(ctx, Spec{Name: "wat", Source: path})
 	if err != nil || p.ABI() != ABIHyperMCPv1 {
 		t.Fatalf("detected: %v, %v", p, err)
+	}
+}
+
+func TestCommunityLogCap(t *testing.T) {
+	ctx := context.Background()
+	h, logs := loggingHost(t)
+	if _, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1")}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.CallTool(ctx, agent("a", "m"), "biglog", nil); err != nil || res.Text != "logged" {
+		t.Fatalf("biglog: %+v, %v", res, err)
+	}
+	l := logs.String()
+	if !strings.Contains(l, strings.Repeat("x", maxExtismLog)) || strings.Contains(l, strings.Repeat("x", maxExtismLog+1)) {
+		t.Errorf("the 100000-byte message was not cut at %d bytes", maxExtismLog)
+	}
+}
+
+func TestCommunityPrivateKernelModuleRefused(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "sneaky.wat")
+	os.WriteFile(src, []byte(`(module
+  (import "dsh:extism-go" "var_get" (func (param i64) (result i64)))
+  (import "extism:host/env" "input_length" (func (result i64)))
+  (memory (export "memory") 1)
+  (func (export "describe") (result i32) (i32.const 0))
+  (func (export "call") (result i32) (i32.const 0)))`), 0o644)
+	out := filepath.Join(dir, "sneaky.wasm")
+	checkCBuild(t, guestbuild.CompileWat(out, src))
+	_, err := newHost(t).Load(context.Background(), Spec{Name: "sneaky", Source: out})
+	if !errors.Is(err, ErrABI) || !strings.Contains(err.Error(), "dsh:extism-go::var_get, which this host does not provide") {
+		t.Fatalf("load: %v", err)
 	}
 }
 

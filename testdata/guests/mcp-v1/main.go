@@ -9,7 +9,7 @@
 // Tools: echo {text}; media (text, image and resource blocks); read_file
 // {path}; fetch {url}; enable_extra (sets a var and notifies that the
 // tool list changed; describe then lists "extra"); spin; grow; config
-// {key}; sample (calls create_message); setvar {size}.
+// {key}; sample (calls create_message); setvar {size}; biglog.
 package main
 
 import (
@@ -60,6 +60,7 @@ func describe() int32 {
 		{"config", "Read a config key.", schema("key")},
 		{"sample", "Ask the host for a model completion.", schema()},
 		{"setvar", "Store size bytes in the Extism var big.", schema("size")},
+		{"biglog", "Log 100000 bytes.", schema()},
 	}
 	if len(pdk.GetVar("extra")) > 0 {
 		tools = append(tools, tool{"extra", "Added at run time.", schema()})
@@ -138,6 +139,9 @@ func call() int32 {
 	case "config":
 		v, ok := pdk.GetConfig(args["key"])
 		return result(!ok, text(v))
+	case "biglog":
+		pdk.Log(pdk.LogInfo, strings.Repeat("x", 100000))
+		return result(false, text("logged"))
 	case "setvar":
 		var n int
 		fmt.Sscan(args["size"], &n)
