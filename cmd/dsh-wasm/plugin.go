@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/spf13/cobra"
 )
@@ -59,7 +60,16 @@ what it registered as JSON:
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  prompt_order   [lo, hi], the section orders its grants allow (default
+                 [1, 9223372036854775807]: after the persona)
+  events         the waterfalls its grants let it join (none by default)
+  dangling       [{section, owner, variable}]: references of its static
+                 sections that neither the harness nor the plugin provides;
+                 another plugin of the deployment must, or the deployment's
+                 load fails (with an assemble hook loaded, the render fails)
 
+The host registers the harness's sections and variables first, as a
+deployment does, so a plugin claiming one of their names is refused.
 Nothing is granted, and a plugin is never refused for its needs: they are
 reported under capabilities. Inspect also assembles the prompt once for an
 agent in the current directory, so a section or variable export that
@@ -147,6 +157,9 @@ type inspectReport struct {
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	PromptOrder   [2]int                     `json:"prompt_order"`
+	Events        []string                   `json:"events"`
+	Dangling      []prompt.Dangling          `json:"dangling"`
 	AssemblyError string                     `json:"assembly_error,omitempty"`
 	*renderReport
 }
@@ -181,26 +194,7 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 	if err != nil {
 		return nil, err
 	}
-	c := p.Contribution()
-	r := &inspectReport{
-		Name:          p.Name(),
-		SHA256:        "sha256:" + p.Digest(),
-		PluginABI:     p.ABI(),
-		Sections:      make([]inspectSection, 0, len(c.Sections)),
-		Variables:     c.Variables,
-		Tools:         make([]inspectTool, 0, len(c.Tools)),
-		Subscriptions: c.Subscriptions,
-		Capabilities:  p.Capabilities(),
-	}
-	for _, s := range c.Sections {
-		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
-	}
-	for _, t := range c.Tools {
-		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
-	if p.ABI() == plugin.ABIDsh {
-		r.ABI = hostfns.ABIVersion // Load refuses any other version
-	}
+	r := reportOf(p)
 	rr, err := renderPlugin(ctx, h, p)
 	switch {
 	case errors.Is(err, plugin.ErrBadOutput):
@@ -211,6 +205,41 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 		r.renderReport = rr
 	}
 	return r, nil
+}
+
+// reportOf describes a loaded plugin.
+func reportOf(p *plugin.Plugin) *inspectReport {
+	c := p.Contribution()
+	lo, hi := p.PromptOrder()
+	r := &inspectReport{
+		Name:          p.Name(),
+		SHA256:        "sha256:" + p.Digest(),
+		PluginABI:     p.ABI(),
+		Sections:      make([]inspectSection, 0, len(c.Sections)),
+		Variables:     c.Variables,
+		Tools:         make([]inspectTool, 0, len(c.Tools)),
+		Subscriptions: c.Subscriptions,
+		Capabilities:  p.Capabilities(),
+		PromptOrder:   [2]int{lo, hi},
+		Events:        p.GrantedEvents(),
+		Dangling:      p.Dangling(),
+	}
+	if p.ABI() == plugin.ABIDsh {
+		r.ABI = hostfns.ABIVersion // Load refuses any other version
+	}
+	if r.Events == nil {
+		r.Events = []string{}
+	}
+	if r.Dangling == nil {
+		r.Dangling = []prompt.Dangling{}
+	}
+	for _, s := range c.Sections {
+		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
+	}
+	for _, t := range c.Tools {
+		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {

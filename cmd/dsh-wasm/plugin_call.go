@@ -83,19 +83,27 @@ the call failed (no such tool, a trap, the compute budget); 2 usage.`,
 	return cmd
 }
 
-// cliHost is a throw-away host for one command, with the built-in
-// variables registered; close releases it and the cache.
+// cliHost is a throw-away host for one command, with the harness's
+// sections and the built-in variables registered, as a deployment does;
+// close releases it and the cache.
 func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host, func() error, error) {
 	cache := g.openCache(logger)
 	reg := prompt.NewRegistry(logger)
-	if _, err := agent.RegisterBuiltinVariables(reg); err != nil {
-		cache.Close(ctx)
-		return nil, nil, err
-	}
 	h, err := plugin.New(plugin.Options{Registry: reg, Logger: logger, Builtins: guests.FS, Cache: cache})
 	if err != nil {
 		cache.Close(ctx)
 		return nil, nil, fmt.Errorf("start plugin host: %w", err)
+	}
+	// What a deployment registers before its plugins.
+	_, _, err = prompt.RegisterHarnessSections(reg, "")
+	if err == nil {
+		_, err = agent.RegisterBuiltinVariables(reg)
+	}
+	if err != nil {
+		bg := context.WithoutCancel(ctx)
+		h.Close(bg)
+		cache.Close(bg)
+		return nil, nil, err
 	}
 	return h, func() error {
 		bg := context.WithoutCancel(ctx)
