@@ -25,8 +25,9 @@ var ErrUnsupported = errors.New("unsupported host function")
 type extismImpl func(in *instance, x *extismState, cs *callState, stack []uint64) error
 
 // wrapExtism adapts impl: it finds the calling instance from the kernel
-// module, pauses the compute budget while the host works, recovers
-// panics, and turns an error into the abort flag.
+// module, pauses the compute budget while the host works (exactly as
+// wrapHost does for dsh:host/v1: keep the two in step), recovers panics,
+// and turns an error into the abort flag.
 func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := p.instanceOf(mod)

@@ -415,3 +415,38 @@ func TestCommunityByteLimits(t *testing.T) {
 		t.Fatalf("big config: %v", err)
 	}
 }
+
+// An agent's end closes its guest and its kernel: nothing stays reachable
+// from the host's module map.
+func TestCommunityInstancesClose(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t)
+	p, err := h.Load(ctx, Spec{Name: "v2", Source: communityGuest(t, "mcp-v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	modules := func() int {
+		n := 0
+		p.byModule.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := h.CallTool(ctx, agent(id, "m"), "v2_echo", []byte(`{"text":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Instances(); got != 3 || modules() != 6 {
+		t.Fatalf("%d instances, %d modules; want 3 and 6 (a guest and a kernel each)", got, modules())
+	}
+	h.EndAgent(ctx, "a")
+	h.EndAgent(ctx, "b")
+	if got := p.Instances(); got != 1 || modules() != 2 {
+		t.Fatalf("after the agents ended: %d instances, %d modules; want 1 and 2", got, modules())
+	}
+	if err := h.Unload(ctx, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	if modules() != 0 {
+		t.Fatalf("after unload: %d modules", modules())
+	}
+}
