@@ -521,13 +521,15 @@ func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
 	}
 	in.ext.toolsChanged.Store(false)
 	c := p.contrib
-	return p.h.reg.Update(func(tx *prompt.Tx) error {
+	var old []*reg
+	err = p.h.reg.Update(func(tx *prompt.Tx) error {
 		c.mu.Lock()
 		if c.removed {
 			c.mu.Unlock()
 			return errRemoved
 		}
-		keep := c.regs[:0]
+		old = append([]*reg(nil), c.regs...)
+		keep := make([]*reg, 0, len(c.regs))
 		for _, r := range c.regs {
 			if r.kind != "tool" {
 				keep = append(keep, r)
@@ -542,6 +544,14 @@ func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
 		c.mu.Unlock()
 		return p.addTools(&callState{tx: tx}, tools)
 	})
+	if err != nil && old != nil {
+		// The update was discarded: the registry still holds the old
+		// tools, and so must the contribution.
+		c.mu.Lock()
+		c.regs = old
+		c.mu.Unlock()
+	}
+	return err
 }
 
 // callExtismTool runs a community tool and turns its MCP CallToolResult

@@ -450,3 +450,31 @@ func TestCommunityInstancesClose(t *testing.T) {
 		t.Fatalf("after unload: %d modules", modules())
 	}
 }
+
+// A refreshed tool list that the registry refuses (a name another
+// plugin holds) leaves the plugin's tools as they were.
+func TestCommunityToolListChangeRefused(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t)
+	p, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Registry().RegisterTool(prompt.Tool{Name: "extra", Description: "someone else's"}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(p.Contribution().Tools)
+	a := agent("a", "m")
+	if res, err := h.CallTool(ctx, a, "enable_extra", nil); err != nil || res.Text != "extra enabled" {
+		t.Fatalf("enable_extra: %+v, %v", res, err)
+	}
+	if got := len(p.Contribution().Tools); got != before {
+		t.Errorf("%d tools after the refused refresh, want %d", got, before)
+	}
+	if tool, _ := registryTool(h, "extra"); tool.Description != "someone else's" {
+		t.Errorf("extra = %+v", tool)
+	}
+	if res, err := h.CallTool(ctx, a, "echo", []byte(`{"text":"ok"}`)); err != nil || res.Text != "ok" {
+		t.Errorf("echo after the refused refresh: %+v, %v", res, err)
+	}
+}
