@@ -498,7 +498,10 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 		return fmt.Errorf("%w: %w", ErrInit, err)
 	}
 	in.ext.toolsChanged.Store(false)
-	return p.addTools(&callState{tx: tx, init: true}, tools)
+	if err := p.addTools(&callState{tx: tx, init: true}, tools); err != nil {
+		return fmt.Errorf("%w: %w", ErrInit, err)
+	}
+	return nil
 }
 
 func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
@@ -506,7 +509,7 @@ func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 		r := hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
 		pt := prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
 		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: r}); st != 0 {
-			return fmt.Errorf("%w: tool %q: %s", ErrInit, t.Name, msg)
+			return fmt.Errorf("tool %q: %s", t.Name, msg)
 		}
 	}
 	return nil

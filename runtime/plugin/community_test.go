@@ -477,4 +477,11 @@ func TestCommunityToolListChangeRefused(t *testing.T) {
 	if res, err := h.CallTool(ctx, a, "echo", []byte(`{"text":"ok"}`)); err != nil || res.Text != "ok" {
 		t.Errorf("echo after the refused refresh: %+v, %v", res, err)
 	}
+	// Its registrations are still the live ones: unloading removes them.
+	if err := h.Unload(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := registryTool(h, "echo"); ok {
+		t.Error("echo is still registered after the unload")
+	}
 }
