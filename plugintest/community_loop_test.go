@@ -1,11 +1,14 @@
 package plugintest_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 func guest(t *testing.T, dir string) string {
@@ -41,5 +44,16 @@ func TestCommunityPluginsThroughTheLoop(t *testing.T) {
 				t.Errorf("the model was not offered %s: %v", want, turn.Tools)
 			}
 		}
+	}
+}
+
+// Two community plugins with a tool of the same name: the second load is
+// refused with a message that says why.
+func TestCommunityToolNameClash(t *testing.T) {
+	h := plugintest.New(t)
+	h.Load(guest(t, "testdata/guests/mcp-v1"), plugintest.Name("first"))
+	_, err := h.Host.Load(context.Background(), plugin.Spec{Name: "second", Source: guest(t, "testdata/guests/mcp-v1")})
+	if !errors.Is(err, plugin.ErrInit) || !strings.Contains(err.Error(), `tool "echo"`) || !strings.Contains(err.Error(), "tool names are global") {
+		t.Fatalf("second load: %v", err)
 	}
 }

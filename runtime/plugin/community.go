@@ -245,7 +245,6 @@ func extismConfig(cfg []byte) (map[string]string, error) {
 type extismState struct {
 	kernel                                            api.Module
 	kmem                                              api.Memory
-	fns                                               map[string]api.Function
 	heap, inOff, inLen, outOff, outLen, errOff, abort api.MutableGlobal
 
 	vars     map[string][]byte
@@ -293,7 +292,7 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	ext := &extismState{kernel: kmod, kmem: kmod.Memory(), fns: map[string]api.Function{}, vars: map[string][]byte{}}
+	ext := &extismState{kernel: kmod, kmem: kmod.Memory(), vars: map[string][]byte{}}
 	for name, g := range map[string]*api.MutableGlobal{kgHeap: &ext.heap, kgInOff: &ext.inOff, kgInLen: &ext.inLen,
 		kgOutOff: &ext.outOff, kgOutLen: &ext.outLen, kgErr: &ext.errOff, kgAbort: &ext.abort} {
 		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
@@ -509,6 +508,9 @@ func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 		r := hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
 		pt := prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
 		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: r}); st != 0 {
+			if st == hostfns.ErrRule && strings.Contains(msg, "duplicate") {
+				msg += " (tool names are global, and a community plugin's tools keep the names it gives them: load only one of the plugins that have it)"
+			}
 			return fmt.Errorf("tool %q: %s", t.Name, msg)
 		}
 	}
