@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -67,6 +68,10 @@ what it registered as JSON:
                  sections that neither the harness nor the plugin provides;
                  another plugin of the deployment must, or the deployment's
                  load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
 The host registers the harness's sections and variables first, as a
 deployment does, so a plugin claiming one of their names is refused.
@@ -160,7 +165,10 @@ type inspectReport struct {
 	PromptOrder   [2]int                     `json:"prompt_order"`
 	Events        []string                   `json:"events"`
 	Dangling      []prompt.Dangling          `json:"dangling"`
-	AssemblyError string                     `json:"assembly_error,omitempty"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec          execjail.Enforcement `json:"exec"`
+	AssemblyError string               `json:"assembly_error,omitempty"`
 	*renderReport
 }
 
@@ -223,6 +231,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 		PromptOrder:   [2]int{lo, hi},
 		Events:        p.GrantedEvents(),
 		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
 	}
 	if p.ABI() == plugin.ABIDsh {
 		r.ABI = hostfns.ABIVersion // Load refuses any other version

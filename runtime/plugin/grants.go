@@ -174,7 +174,8 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly}
 	}
 	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
-		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0})
+		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,
+		Limits: execLimits(g.Exec)})
 	if err != nil {
 		return nil, hostfns.ErrInternal, err.Error()
 	}
@@ -183,6 +184,12 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 	}
 	p.execs[scope] = m
 	return m, 0, ""
+}
+
+// execLimits maps the exec grant's limits (zero: the defaults) onto
+// execjail's.
+func execLimits(e config.ExecGrant) execjail.Limits {
+	return execjail.Limits{Processes: e.MaxProcesses, Memory: int64(e.Memory), FileBytes: int64(e.FileBytes)}
 }
 
 func (p *Plugin) endExecScope(scope string) {
@@ -229,7 +236,7 @@ func toExecResult(r execjail.Result) hostfns.ExecResult {
 		return hostfns.ExecOutput{Data: string(o.Data), Truncated: o.Truncated, Omitted: o.Omitted, Total: o.Total}
 	}
 	return hostfns.ExecResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Canceled: r.Canceled,
-		Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
+		OutOfMemory: r.OutOfMemory, Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
 }
 
 func toExecStatus(s execjail.Status) hostfns.ExecStatus {
