@@ -32,7 +32,7 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 	}
 	g := e.Grants
 	spec := Spec{
-		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g,
+		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
 		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout,
 			WallTimeout: g.Limits.WallTimeout, HostBytes: int64(g.Limits.HostBytes), PromptBytes: int64(g.Limits.PromptBytes),
 			LogBytes: int64(g.Limits.LogBytes), StateBytes: int64(g.Limits.StateBytes)},
