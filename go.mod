@@ -3,11 +3,13 @@ module github.com/dsh-wasm/dsh-wasm
 go 1.26.0
 
 require (
+	github.com/coder/acp-go-sdk v0.13.0
 	github.com/extism/go-pdk v1.1.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/spf13/cobra v1.10.2
 	github.com/tetratelabs/wazero v1.12.0
-	golang.org/x/sys v0.48.0
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 

@@ -72,6 +72,43 @@ const prompterID = "deploy:prompt"
 // opts would receive, and says where each part came from. A render error
 // names the section and the variable.
 func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Prompt, error) {
+	asm, err := d.assemble(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	system, err := prompt.Render(asm)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: render the prompt: %w", err)
+	}
+	p := &Prompt{System: system}
+	for _, s := range asm.Sections {
+		text, err := prompt.RenderText(s.Name, s.Text, asm.Variables)
+		if err != nil {
+			return nil, fmt.Errorf("deploy: render the prompt: %w", err)
+		}
+		p.Sections = append(p.Sections, PartInfo{Name: s.Name, Order: s.Order,
+			Owner: d.Owner("section", s.Name), Bytes: len(text), Tokens: tokens(len(text)),
+			Variables: references(s.Text)})
+	}
+	if p.Tools, p.ToolInfo, err = d.toolSpecs(asm); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Tools returns the tools an agent with opts is given, exactly as the
+// model receives them. Unlike SystemPrompt it renders nothing, so a
+// prompt that cannot render (no cwd, say) does not hide the tools.
+func (d *Deployment) Tools(ctx context.Context, opts PromptOptions) ([]ToolSpec, error) {
+	asm, err := d.assemble(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	specs, _, err := d.toolSpecs(asm)
+	return specs, err
+}
+
+func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.Assembly, error) {
 	cwd := opts.Cwd
 	if cwd != "" {
 		var err error
@@ -88,20 +125,12 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 	if err != nil {
 		return nil, fmt.Errorf("deploy: assemble the prompt: %w", err)
 	}
-	system, err := prompt.Render(asm)
-	if err != nil {
-		return nil, fmt.Errorf("deploy: render the prompt: %w", err)
-	}
-	p := &Prompt{System: system}
-	for _, s := range asm.Sections {
-		text, err := prompt.RenderText(s.Name, s.Text, asm.Variables)
-		if err != nil {
-			return nil, fmt.Errorf("deploy: render the prompt: %w", err)
-		}
-		p.Sections = append(p.Sections, PartInfo{Name: s.Name, Order: s.Order,
-			Owner: d.Owner("section", s.Name), Bytes: len(text), Tokens: tokens(len(text)),
-			Variables: references(s.Text)})
-	}
+	return asm, nil
+}
+
+func (d *Deployment) toolSpecs(asm *prompt.Assembly) ([]ToolSpec, []PartInfo, error) {
+	specs := []ToolSpec{}
+	var info []PartInfo
 	for i, t := range asm.Tools {
 		params := t.Parameters
 		if len(params) == 0 {
@@ -110,13 +139,13 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 		spec := ToolSpec{Name: t.Name, Description: t.Description, Parameters: params}
 		b, err := json.Marshal(spec)
 		if err != nil {
-			return nil, fmt.Errorf("deploy: tool %s: %w", t.Name, err)
+			return nil, nil, fmt.Errorf("deploy: tool %s: %w", t.Name, err)
 		}
-		p.Tools = append(p.Tools, spec)
-		p.ToolInfo = append(p.ToolInfo, PartInfo{Name: t.Name, Order: i, Owner: d.Owner("tool", t.Name),
+		specs = append(specs, spec)
+		info = append(info, PartInfo{Name: t.Name, Order: i, Owner: d.Owner("tool", t.Name),
 			Bytes: len(b), Tokens: tokens(len(b)), Variables: references(t.Description)})
 	}
-	return p, nil
+	return specs, info, nil
 }
 
 func tokens(n int) int { return (n + 3) / 4 }

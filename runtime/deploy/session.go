@@ -251,3 +251,19 @@ func (st *Stream) Next(ctx context.Context) (session.Event, error) {
 		}
 	}
 }
+
+// TryNext returns the next event if one is already recorded, without
+// waiting.
+func (st *Stream) TryNext() (session.Event, bool) {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	if st.next < len(st.s.log) {
+		e := st.s.log[st.next]
+		st.next++
+		return e, true
+	}
+	return session.Event{}, false
+}
+
+// Header is the session file's header line.
+func (s *Session) Header() session.Header { return s.sess.Header() }
