@@ -105,6 +105,11 @@ type Grants struct {
 	Net    NetGrant  `yaml:"net,omitempty"`
 	Env    []string  `yaml:"env,omitempty"` // host environment variables the plugin may read
 	Limits Limits    `yaml:"limits,omitempty"`
+	// SessionEvents are the session event types the plugin may append to
+	// the calling agent's session (session_event_append), such as
+	// "todo/write". Core types can never be granted: see
+	// CheckSessionEventType.
+	SessionEvents []string `yaml:"session_events,omitempty"`
 }
 
 // FSMode is the access an fs grant gives.

@@ -467,6 +467,9 @@ func (d *decoder) grants(n *yaml.Node, field string) Grants {
 		"net":    func(v *yaml.Node, f string) { g.Net = d.net(v, f) },
 		"env":    func(v *yaml.Node, f string) { g.Env = d.strings(v, f, checkEnvName) },
 		"limits": func(v *yaml.Node, f string) { g.Limits = d.limits(v, f) },
+		"session_events": func(v *yaml.Node, f string) {
+			g.SessionEvents = d.strings(v, f, CheckSessionEventType)
+		},
 	})
 	if g.Exec.Timeout != 0 && g.Exec.MaxTimeout != 0 && g.Exec.Timeout > g.Exec.MaxTimeout {
 		d.fail(n, join(field, "exec.timeout"), "%v exceeds max_timeout %v", g.Exec.Timeout, g.Exec.MaxTimeout)
