@@ -62,8 +62,8 @@ Exit status: 0 printed; 1 the deployment or the prompt failed; 2 usage.`,
 
 // writeExplain prints the parts of a prompt as two aligned tables.
 func writeExplain(w io.Writer, p *deploy.Prompt) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
 	var bytes, tokens int
 	table := func(title string, parts []deploy.PartInfo) {
 		fmt.Fprintln(tw, title)
@@ -79,12 +79,14 @@ func writeExplain(w io.Writer, p *deploy.Prompt) error {
 		}
 	}
 	table("SECTIONS", p.Sections)
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "")
 	table("TOOLS", p.ToolInfo)
-	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "system prompt: %d bytes, ~%d tokens; with tools: %d bytes, ~%d tokens\n",
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nsystem prompt: %d bytes, ~%d tokens; sections and tools: %d bytes, ~%d tokens\n",
 		len(p.System), (len(p.System)+3)/4, bytes, tokens)
-	return tw.Flush()
+	return err
 }
 
 func ownerText(o string) string {
