@@ -17,7 +17,7 @@ import (
 // the reference harness's bridge does: reasoning and text deltas become
 // thought and message chunks, tool/call a tool_call card (kind execute,
 // read, edit or other), tool/result its tool_call_update (failed for an
-// error result), and a todo_write call a plan.
+// error result), and each todo/write event of tool-todo a plan.
 type translator struct {
 	cwd      string
 	terminal bool // the client renders terminal cards (_meta.terminal_output)
@@ -44,6 +44,8 @@ func (t *translator) live(e session.Event) []acp.SessionUpdate {
 		}
 	case session.TypeToolCall, session.TypeToolResult:
 		return t.tool(e)
+	case todoEvent:
+		return plan(e)
 	}
 	return nil
 }
@@ -75,6 +77,8 @@ func (t *translator) history(e session.Event) []acp.SessionUpdate {
 		return out
 	case session.TypeToolCall, session.TypeToolResult:
 		return t.tool(e)
+	case todoEvent:
+		return plan(e)
 	}
 	return nil
 }
@@ -148,7 +152,6 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 	if json.Unmarshal([]byte(c.Arguments), &raw) == nil && raw != nil {
 		opts = append(opts, acp.WithStartRawInput(raw))
 	}
-	var out []acp.SessionUpdate
 	switch c.Name {
 	case "read", "write", "edit":
 		var a fileArgs
@@ -183,22 +186,29 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 				opts = append(opts, acp.WithStartContent(content))
 			}
 		}
-	case "todo_write":
-		var a todoArgs
-		if json.Unmarshal([]byte(c.Arguments), &a) == nil {
-			entries := make([]acp.PlanEntry, 0, len(a.Todos))
-			for _, td := range a.Todos {
-				entries = append(entries, acp.PlanEntry{Content: td.Content,
-					Status: planStatus(td.Status), Priority: planPriority(td.Priority)})
-			}
-			out = append(out, acp.UpdatePlan(entries...))
-		}
 	}
 	u := acp.StartToolCall(id, title, opts...)
 	if c.Name == "bash" && t.terminal && u.ToolCall != nil {
 		u.ToolCall.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": c.CallID, "cwd": t.cwd}}
 	}
-	return append([]acp.SessionUpdate{u}, out...)
+	return []acp.SessionUpdate{u}
+}
+
+// todoEvent is the session event tool-todo records for each list.
+const todoEvent = "todo/write"
+
+// plan turns a todo/write event into a plan update.
+func plan(e session.Event) []acp.SessionUpdate {
+	var a todoArgs
+	if json.Unmarshal(e.Data, &a) != nil {
+		return nil
+	}
+	entries := make([]acp.PlanEntry, 0, len(a.Todos))
+	for _, td := range a.Todos {
+		entries = append(entries, acp.PlanEntry{Content: td.Content,
+			Status: planStatus(td.Status), Priority: planPriority(td.Priority)})
+	}
+	return []acp.SessionUpdate{acp.UpdatePlan(entries...)}
 }
 
 func planStatus(s string) acp.PlanEntryStatus {

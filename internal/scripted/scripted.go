@@ -36,10 +36,11 @@ func (a Answer) Chunks() []model.Chunk {
 		if typ == model.BlockReasoning {
 			delta = model.ChunkReasoningDelta
 		}
-		cs = append(cs,
-			model.Chunk{Type: model.ChunkBlockStart, Index: idx, BlockType: typ},
-			model.Chunk{Type: delta, Index: idx, Text: text},
-			model.Chunk{Type: model.ChunkBlockEnd, Index: idx, Block: &model.Part{Type: typ, Text: text}})
+		cs = append(cs, model.Chunk{Type: model.ChunkBlockStart, Index: idx, BlockType: typ})
+		for _, w := range words(text) {
+			cs = append(cs, model.Chunk{Type: delta, Index: idx, Text: w})
+		}
+		cs = append(cs, model.Chunk{Type: model.ChunkBlockEnd, Index: idx, Block: &model.Part{Type: typ, Text: text}})
 		idx++
 	}
 	block(model.BlockReasoning, a.Reasoning)
@@ -59,6 +60,20 @@ func (a Answer) Chunks() []model.Chunk {
 		kind = model.FinishToolCalls
 	}
 	return append(cs, model.Chunk{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: kind}})
+}
+
+// words splits text into deltas as a model streams them: each word with
+// the spaces before it.
+func words(text string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	return append(out, text[start:])
 }
 
 // Script makes a replay script answering turn 1's steps, in order, with
