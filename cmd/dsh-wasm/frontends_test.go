@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -91,4 +95,51 @@ func TestDeploymentCommandsNeedConfig(t *testing.T) {
 			t.Errorf("%s without --config: exit %d, %q", cmd, code, errOut)
 		}
 	}
+}
+
+// plugin inspect --config FILE NAME reports what the deployment grants a
+// plugin and which of its declared needs the grants refuse.
+func TestInspectDeployedPlugin(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "dsh.yml")
+	src := "model: m\nplugins:\n  - {name: granted, source: builtin:facts, grants: {env: [TZ]}}\n" +
+		"  - {name: kit, source: " + testkitPath(t) + `, config: {needs: {exec: true, env: [HOME]}}, grants: {env: [HOME], limits: {memory: 64MiB}}}` + "\n"
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Name     string
+		Grants   map[string]any
+		Limits   map[string]any
+		Refusals []string
+	}
+	code, out, errOut := runCLI(t, "", "plugin", "inspect", "--config", file, "kit")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "kit" || r.Limits["memory"] != "64MiB" || fmt.Sprint(r.Grants["env"]) != "[HOME]" {
+		t.Errorf("report = %+v", r)
+	}
+	if len(r.Refusals) != 1 || !strings.Contains(r.Refusals[0], "needs grant exec") {
+		t.Errorf("refusals = %q, want exactly the exec need", r.Refusals)
+	}
+	code, _, errOut = runCLI(t, "", "plugin", "inspect", "--config", file, "nope")
+	if code != 1 || !strings.Contains(errOut, `no plugin "nope" (it has granted, kit)`) {
+		t.Errorf("unknown name: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "plugin", "inspect", "--config", file, "--set", "a=1", "kit")
+	if code != 2 || !strings.Contains(errOut, "do not mix") {
+		t.Errorf("--set with --config: exit %d, %q", code, errOut)
+	}
+}
+
+func testkitPath(t *testing.T) string {
+	t.Helper()
+	p, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
