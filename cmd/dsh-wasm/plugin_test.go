@@ -27,7 +27,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Setenv(plugin.EnvCacheDir, filepath.Join(dir, "wazero"))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBinary()
+	os.Exit(code)
 }
 
 func inspect(t *testing.T, args ...string) inspectReport {

@@ -11,10 +11,20 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 )
 
+// EnvDir names a corpus directory that overrides ../shared/conformance,
+// for checkouts that do not sit beside it (git worktrees, say).
+const EnvDir = "DSH_WASM_CONFORMANCE"
+
 // Dir returns the corpus directory (holding README.md and sessions/), or
 // skips the test with a message saying where it was looked for.
 func Dir(t testing.TB) string {
 	t.Helper()
+	if dir := os.Getenv(EnvDir); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
+			t.Fatalf("$%s=%s holds no sessions/: %v", EnvDir, dir, err)
+		}
+		return dir
+	}
 	root, err := guestbuild.ModuleRoot()
 	if err != nil {
 		t.Skipf("module root not found, so neither is the conformance corpus: %v", err)
