@@ -135,3 +135,55 @@ func TestDeploymentKeyComesFromTheEnvironment(t *testing.T) {
 		t.Errorf("api_key in the file = %v", err)
 	}
 }
+
+// TestEntryGoldens decodes every testdata/entries/*.yaml plugin entry and
+// compares it, defaults filled in, with NAME.golden.json; files under
+// errors/ must fail with NAME.golden.txt.
+func TestEntryGoldens(t *testing.T) {
+	files, err := filepath.Glob("testdata/entries/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no goldens: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := Load(f, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := yaml.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]any{}
+			if err := yaml.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			out, err := json.MarshalIndent(m, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, strings.TrimSuffix(f, ".yaml")+".golden.json", append(out, '\n'))
+		})
+	}
+	files, err = filepath.Glob("testdata/entries/errors/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no error goldens: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(f, data)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("Load = %v, want an ErrInvalidConfig", err)
+			}
+			checkGolden(t, strings.TrimSuffix(f, ".yaml")+".golden.txt", []byte(err.Error()+"\n"))
+		})
+	}
+}
