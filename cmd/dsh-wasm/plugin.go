@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/spf13/cobra"
 )
@@ -170,24 +171,31 @@ type inspectTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// inspectPlugin loads spec in a host of its own, which is closed before
-// returning, compiling through the cache the global flags choose.
+// inspectPlugin loads spec alone in a deployment of its own, as it would
+// load in any deployment (after the harness's sections and variables),
+// closed before returning, compiling through the cache the global flags
+// choose.
 func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger) (_ *inspectReport, err error) {
 	cache := g.openCache(logger)
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Logger: logger, Builtins: guests.FS, Cache: cache})
+	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, Plugins: []plugin.Spec{spec},
+		SessionsDir: os.TempDir()}) // no session is made
 	if err != nil {
-		cache.Close(ctx)
-		return nil, fmt.Errorf("start plugin host: %w", err)
+		cache.Close(context.WithoutCancel(ctx))
+		return nil, err
 	}
 	defer func() {
 		bg := context.WithoutCancel(ctx)
-		if cerr := errors.Join(h.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
-			err = fmt.Errorf("close plugin host: %w", cerr)
+		if cerr := errors.Join(d.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
+			err = fmt.Errorf("close the inspection: %w", cerr)
 		}
 	}()
-	p, err := h.Load(ctx, spec)
-	if err != nil {
-		return nil, err
+	name := spec.Name
+	if name == "" {
+		name = plugin.NameFromSource(spec.Source)
+	}
+	p := d.Host().Plugin(name)
+	if p == nil {
+		return nil, fmt.Errorf("plugin %q did not stay loaded", name)
 	}
 	c := p.Contribution()
 	r := &inspectReport{
