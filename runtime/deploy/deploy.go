@@ -35,6 +35,8 @@ var (
 	// ErrNativeTool: a native tool failed or panicked; the model gets an
 	// error result.
 	ErrNativeTool = errors.New("deploy: native tool failed")
+	// ErrLimit: an inspected prompt went past one of Options.Limits.
+	ErrLimit = errors.New("deploy: limit exceeded")
 )
 
 // Options configure a Deployment. Only what a deployment cannot run
@@ -89,7 +91,9 @@ type Options struct {
 }
 
 // Limits are deployment-wide bounds. Zero fields take the runtime's
-// defaults.
+// defaults. SystemPrompt and Tools enforce them; a session's turns get
+// them from the agent loop's own assembly bounds once it takes them
+// (until then a session's assembly runs under the loop's defaults).
 type Limits struct {
 	// AssemblyTimeout is the deadline of one prompt assembly: every
 	// dynamic section and variable of a step together.

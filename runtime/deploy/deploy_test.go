@@ -322,3 +322,26 @@ func TestSystemPromptExplainsOwners(t *testing.T) {
 		t.Errorf("the loop sent\n%q\nSystemPrompt said\n%q", got, p.System)
 	}
 }
+
+// The deployment's limits bound an inspected prompt: a section that
+// misses the assembly deadline fails it, naming the limit, and so does a
+// prompt over the byte quota.
+func TestSystemPromptHonoursLimits(t *testing.T) {
+	slow := prompt.Section{Name: "embedder:slow", Order: 10, Dynamic: func(ctx context.Context, _ prompt.AssembleContext) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	d := open(t, deploy.Options{Sections: []prompt.Section{slow}, Limits: deploy.Limits{AssemblyTimeout: 50 * time.Millisecond}})
+	_, err := d.SystemPrompt(context.Background(), deploy.PromptOptions{})
+	if !errors.Is(err, deploy.ErrLimit) || !strings.Contains(err.Error(), "assembly_timeout") || !strings.Contains(err.Error(), "embedder:slow") {
+		t.Errorf("slow section = %v", err)
+	}
+	d = open(t, deploy.Options{Persona: strings.Repeat("x", 200), Limits: deploy.Limits{PromptBytes: 100}})
+	if _, err := d.SystemPrompt(context.Background(), deploy.PromptOptions{}); !errors.Is(err, deploy.ErrLimit) || !strings.Contains(err.Error(), "prompt_bytes") {
+		t.Errorf("large prompt = %v", err)
+	}
+	d = open(t, deploy.Options{Persona: "short", Limits: deploy.Limits{PromptBytes: 1000, AssemblyTimeout: time.Minute}})
+	if _, err := d.SystemPrompt(context.Background(), deploy.PromptOptions{}); err != nil {
+		t.Errorf("prompt within limits = %v", err)
+	}
+}

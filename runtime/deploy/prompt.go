@@ -80,6 +80,9 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 	if err != nil {
 		return nil, fmt.Errorf("deploy: render the prompt: %w", err)
 	}
+	if limit := d.opts.Limits.PromptBytes; limit > 0 && int64(len(system)) > limit {
+		return nil, fmt.Errorf("deploy: %w: the system prompt is %d bytes, over limits.prompt_bytes (%d)", ErrLimit, len(system), limit)
+	}
 	p := &Prompt{System: system}
 	for _, s := range asm.Sections {
 		text, err := prompt.RenderText(s.Name, s.Text, asm.Variables)
@@ -121,8 +124,17 @@ func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.
 		facts.Model = d.opts.Model
 	}
 	defer d.host.EndAgent(context.WithoutCancel(ctx), prompterID)
+	if t := d.opts.Limits.AssemblyTimeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
 	asm, err := d.reg.Assemble(plugin.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
 	if err != nil {
+		if ctx.Err() != nil && d.opts.Limits.AssemblyTimeout > 0 {
+			return nil, fmt.Errorf("deploy: %w: assembling the prompt took longer than limits.assembly_timeout (%v): %w",
+				ErrLimit, d.opts.Limits.AssemblyTimeout, err)
+		}
 		return nil, fmt.Errorf("deploy: assemble the prompt: %w", err)
 	}
 	return asm, nil
