@@ -11,9 +11,10 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 )
 
-// EnvDir names a corpus directory that overrides ../shared/conformance,
-// for checkouts that do not sit beside it (git worktrees, say).
-const EnvDir = "DSH_WASM_CONFORMANCE"
+// EnvDir names an environment variable that, when set, is the corpus
+// directory: for a checkout (a git worktree, say) that has no ../shared
+// beside it.
+const EnvDir = "DSH_CONFORMANCE_DIR"
 
 // Dir returns the corpus directory (holding README.md and sessions/), or
 // skips the test with a message saying where it was looked for.
@@ -21,7 +22,7 @@ func Dir(t testing.TB) string {
 	t.Helper()
 	if dir := os.Getenv(EnvDir); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
-			t.Fatalf("$%s=%s holds no sessions/: %v", EnvDir, dir, err)
+			t.Fatalf("%s=%s is not the conformance corpus: %v", EnvDir, dir, err)
 		}
 		return dir
 	}
