@@ -116,7 +116,7 @@ type DeploymentLimits struct {
 
 // Bounds of deployment values.
 const (
-	MaxPromptBytes   = 16 * MiB
+	MaxDeploymentPromptBytes   = 16 * MiB
 	MaxContextWindow = 100_000_000
 )
 
@@ -430,7 +430,7 @@ func (d *decoder) deploymentLimits(n *yaml.Node, field string) DeploymentLimits 
 	var l DeploymentLimits
 	d.fields(n, field, map[string]func(*yaml.Node, string){
 		"assembly_timeout": func(v *yaml.Node, f string) { l.AssemblyTimeout = d.duration(v, f) },
-		"prompt_bytes":     func(v *yaml.Node, f string) { l.PromptBytes = d.size(v, f, 1, MaxPromptBytes) },
+		"prompt_bytes":     func(v *yaml.Node, f string) { l.PromptBytes = d.size(v, f, 1, MaxDeploymentPromptBytes) },
 	})
 	return l
 }
