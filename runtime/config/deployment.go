@@ -116,8 +116,8 @@ type DeploymentLimits struct {
 
 // Bounds of deployment values.
 const (
-	MaxDeploymentPromptBytes   = 16 * MiB
-	MaxContextWindow = 100_000_000
+	MaxDeploymentPromptBytes = 16 * MiB
+	MaxContextWindow         = 100_000_000
 )
 
 // LoadDeployment reads and decodes the deployment file at path.
