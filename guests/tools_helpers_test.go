@@ -122,3 +122,5 @@ func jsonArgs(kv ...any) string {
 	b, _ := json.Marshal(m)
 	return string(b)
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
