@@ -157,3 +157,20 @@ func TestToolBashTasksEndWithSession(t *testing.T) {
 		t.Fatal("the background task outlived its session")
 	}
 }
+
+// TestToolBashReadOnlyWorkspace: with a read-only workspace there is no
+// scratch directory; commands still run, long output is cut unsaved.
+func TestToolBashReadOnlyWorkspace(t *testing.T) {
+	g := config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRO}}, Exec: config.ExecGrant{Allowed: true, OutputBytes: 100}}
+	e := loadTool(t, "tool-bash", g, "", 0)
+	if got := e.ok(t, "bash", `{"command":"echo hi"}`); got != "hi\n" {
+		t.Fatalf("echo: %q", got)
+	}
+	got := e.ok(t, "bash", `{"command":"seq 1 1000"}`)
+	if !strings.Contains(got, "bytes omitted; full output: (not saved)]") {
+		t.Fatalf("long output: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".dsh-wasm")); !os.IsNotExist(err) {
+		t.Fatalf("scratch created in a read-only workspace: %v", err)
+	}
+}
