@@ -2,8 +2,11 @@ package guests
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
@@ -47,12 +50,20 @@ func TestToolTodoRecordsSessionEvent(t *testing.T) {
 	e.fails(t, "todo_write", `{"todos":[]}`, "no agent session")
 }
 
+// TestToolTodoNeedsGrant: the plugin declares the event type it appends,
+// so a deployment that does not grant it fails at load, naming the fix.
 func TestToolTodoNeedsGrant(t *testing.T) {
-	e := loadTool(t, "tool-todo", config.Grants{}, `{"allow_parallel_in_progress":true}`, 0)
-	e.ctx = plugin.WithSessionEvents(e.ctx, func(string, json.RawMessage) error {
-		t.Fatal("an ungranted event was recorded")
-		return nil
-	})
-	e.fails(t, "todo_write", `{"todos":[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]}`,
-		`not granted session event "todo/write"`, "grants.session_events")
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(bg)
+	spec, err := plugin.SpecFromEntry("", config.Entry{Source: "builtin:tool-todo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Load(bg, spec)
+	if !errors.Is(err, config.ErrNotGranted) || !strings.Contains(err.Error(), "add under grants.session_events: - todo/write") {
+		t.Fatalf("load without the grant: %v", err)
+	}
 }
