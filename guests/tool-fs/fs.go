@@ -629,10 +629,10 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	if err != nil {
 		return ioError("edit", t, err)
 	}
-	if bulk.Index(content, 0) >= 0 {
+	crlf, binary := scanEndings(content)
+	if binary {
 		return fmt.Errorf("cannot edit %q: binary file", t.shown)
 	}
-	crlf := hasCRLF(content)
 	if crlf {
 		content = bytes.ReplaceAll(content, []byte("\r\n"), []byte("\n"))
 		oldS = bytes.ReplaceAll(oldS, []byte("\r\n"), []byte("\n"))
@@ -686,16 +686,21 @@ func readAll(f *os.File, size int64) ([]byte, error) {
 	}
 }
 
-// hasCRLF reports whether b has a CR LF line ending.
-func hasCRLF(b []byte) bool {
+// scanEndings reports whether b has a CR LF line ending and whether it
+// has a NUL byte (binary), in one pass while no CR LF is found.
+func scanEndings(b []byte) (crlf, binary bool) {
 	for i := 0; ; {
-		j := bulk.Index(b[i:], '\r')
+		j := bulk.Index2(b[i:], 0, '\r')
 		if j < 0 {
-			return false
+			return false, false
 		}
-		i += j + 1
+		i += j
+		if b[i] == 0 {
+			return false, true
+		}
+		i++
 		if i < len(b) && b[i] == '\n' {
-			return true
+			return true, bulk.Index(b[i:], 0) >= 0
 		}
 	}
 }

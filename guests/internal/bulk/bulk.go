@@ -4,7 +4,11 @@
 // check at every iteration under the host's interrupt instrumentation.
 // These functions read eight bytes per load and 32 per iteration, with
 // the exact zero-byte test (no false positives), population count and
-// trailing-zero count, which are single Wasm instructions.
+// trailing-zero count, which are single Wasm instructions. The loops are
+// written out by hand: a call that is not inlined costs a Go Wasm guest
+// more than the 32 bytes it would scan. (The four words' marks sit at
+// distinct bit positions once shifted, so one population count covers
+// them.)
 package bulk
 
 import (
@@ -27,17 +31,6 @@ func zeros(v uint64) uint64 {
 	return ^(((v & m7) + m7) | v) & hi
 }
 
-// block counts the bytes equal to the byte pat repeats in the 32 bytes
-// at p: the four words' marks sit at distinct bit positions once shifted,
-// so one population count covers them.
-func block(p unsafe.Pointer, pat uint64) int {
-	m0 := zeros(load(p) ^ pat)
-	m1 := zeros(load(unsafe.Add(p, 8)) ^ pat)
-	m2 := zeros(load(unsafe.Add(p, 16)) ^ pat)
-	m3 := zeros(load(unsafe.Add(p, 24)) ^ pat)
-	return bits.OnesCount64(m0 | m1>>1 | m2>>2 | m3>>3)
-}
-
 // Count counts the bytes of b equal to c.
 func Count(b []byte, c byte) int {
 	n := 0
@@ -47,7 +40,11 @@ func Count(b []byte, c byte) int {
 		base := unsafe.Pointer(unsafe.SliceData(b))
 		for ; i+32 <= len(b); i += 32 {
 			p := unsafe.Add(base, i)
-			n += block(p, pat)
+			m0 := zeros(load(p) ^ pat)
+			m1 := zeros(load(unsafe.Add(p, 8)) ^ pat)
+			m2 := zeros(load(unsafe.Add(p, 16)) ^ pat)
+			m3 := zeros(load(unsafe.Add(p, 24)) ^ pat)
+			n += bits.OnesCount64(m0 | m1>>1 | m2>>2 | m3>>3)
 		}
 	}
 	for ; i < len(b); i++ {
@@ -93,6 +90,34 @@ func Index(b []byte, c byte) int {
 	return -1
 }
 
+// Index2 returns the index of the first byte of b equal to c1 or c2, or
+// -1: two searches in one pass.
+func Index2(b []byte, c1, c2 byte) int {
+	i := 0
+	if len(b) >= 16 {
+		p1, p2 := lo*uint64(c1), lo*uint64(c2)
+		base := unsafe.Pointer(unsafe.SliceData(b))
+		for ; i+16 <= len(b); i += 16 {
+			p := unsafe.Add(base, i)
+			w0, w1 := load(p), load(unsafe.Add(p, 8))
+			m0 := zeros(w0^p1) | zeros(w0^p2)
+			m1 := zeros(w1^p1) | zeros(w1^p2)
+			if m0 != 0 {
+				return i + bits.TrailingZeros64(m0)/8
+			}
+			if m1 != 0 {
+				return i + 8 + bits.TrailingZeros64(m1)/8
+			}
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == c1 || b[i] == c2 {
+			return i
+		}
+	}
+	return -1
+}
+
 // Nth returns the index of the n-th byte (from 1) of b equal to c, or -1
 // and the number of such bytes when b holds fewer than n.
 func Nth(b []byte, c byte, n int) (index, count int) {
@@ -106,7 +131,12 @@ func Nth(b []byte, c byte, n int) (index, count int) {
 		// Whole 32-byte blocks that end before the n-th are counted in one
 		// step; the block that holds it is searched a word at a time.
 		for ; i+32 <= len(b); i += 32 {
-			k := block(unsafe.Add(base, i), pat)
+			p := unsafe.Add(base, i)
+			m0 := zeros(load(p) ^ pat)
+			m1 := zeros(load(unsafe.Add(p, 8)) ^ pat)
+			m2 := zeros(load(unsafe.Add(p, 16)) ^ pat)
+			m3 := zeros(load(unsafe.Add(p, 24)) ^ pat)
+			k := bits.OnesCount64(m0 | m1>>1 | m2>>2 | m3>>3)
 			if count+k >= n {
 				break
 			}

@@ -25,6 +25,16 @@ func TestAgainstBytes(t *testing.T) {
 			if got, want := Count(s, c), bytes.Count(s, []byte{c}); got != want {
 				t.Fatalf("Count(%q, %q) = %d, want %d", s, c, got, want)
 			}
+			want2 := -1
+			for i, x := range s {
+				if x == c || x == 0x8a {
+					want2 = i
+					break
+				}
+			}
+			if got, want := Index2(s, c, 0x8a), want2; got != want {
+				t.Fatalf("Index2(%q, %q, 0x8a) = %d, want %d", s, c, got, want)
+			}
 			if got, want := Index(s, c), bytes.IndexByte(s, c); got != want {
 				t.Fatalf("Index(%q, %q) = %d, want %d", s, c, got, want)
 			}
