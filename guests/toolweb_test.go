@@ -21,6 +21,10 @@ func webServer(t *testing.T) *httptest.Server {
 <ul><li>fast</li><li>small</li></ul>
 <table><tr><th>name</th><th>size</th></tr><tr><td>a</td><td>1</td></tr></table></body></html>`))
 	})
+	mux.HandleFunc("/deep", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(strings.Repeat("<div>", 600) + "deep" + strings.Repeat("</div>", 600)))
+	})
 	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("just text\n"))
@@ -79,6 +83,11 @@ func TestToolWebFetch(t *testing.T) {
 		t.Errorf("redirect on a listed host: %q", got)
 	}
 	e.fails(t, "web_fetch", jsonArgs("url", srv.URL+"/away"), "refused by the host", "localhost")
+	// Nesting the HTML parser refuses comes back as it is, said so.
+	got = e.ok(t, "web_fetch", jsonArgs("url", srv.URL+"/deep"))
+	if !strings.HasPrefix(got, "URL: "+srv.URL+"/deep\nContent-Type: text/html\n[could not convert the HTML to Markdown (") || !strings.Contains(got, "showing it as it is]\n\n<div><div><div>") {
+		t.Errorf("deep HTML:\n%.300s", got)
+	}
 	e.fails(t, "web_fetch", jsonArgs("url", srv.URL+"/image"), "image/png", "not text")
 	e.fails(t, "web_fetch", jsonArgs("url", srv.URL+"/octets"), "application/octet-stream", "not text")
 	e.fails(t, "web_fetch", jsonArgs("url", srv.URL+"/missing"), "HTTP 404", "no such page")
