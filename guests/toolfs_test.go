@@ -251,3 +251,18 @@ func TestToolFSHugeFile(t *testing.T) {
 	}
 	e.fails(t, "edit", jsonArgs("file_path", "huge.log", "old_string", "the end", "new_string", "fin"), "larger than")
 }
+
+func TestToolFSTooLarge(t *testing.T) {
+	e := loadTool(t, "tool-fs", workspaceRW(), `{"max_read_file_bytes":10,"max_edit_file_bytes":10}`, 0)
+	e.write(t, "big.txt", "0123456789abc\n")
+	e.fails(t, "read", `{"file_path":"big.txt"}`, `cannot read "big.txt": 14 bytes is larger than the 10 bytes`)
+	e.write(t, "ok.txt", "short\n")
+	e.ok(t, "read", `{"file_path":"ok.txt"}`)
+	e.write(t, "ok.txt", "now longer than ten\n")
+	e.fails(t, "edit", jsonArgs("file_path", "ok.txt", "old_string", "now", "new_string", "then"), "changed since it was read")
+	for _, bad := range []string{`{"max_bytes":0}`, `{"read_limit":-1}`, `{"unknown":1}`} {
+		if err := loadToolErr(t, "tool-fs", workspaceRW(), bad); err == nil || !strings.Contains(err.Error(), "tool-fs config") {
+			t.Errorf("config %s: %v", bad, err)
+		}
+	}
+}

@@ -124,3 +124,20 @@ func jsonArgs(kv ...any) string {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// loadToolErr loads builtin:name and returns the load's error.
+func loadToolErr(t testing.TB, name string, g config.Grants, cfg string) error {
+	t.Helper()
+	spec, err := plugin.SpecFromEntry("", config.Entry{Source: "builtin:" + name, Grants: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Config = json.RawMessage(cfg)
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(bg)
+	_, err = h.Load(bg, spec)
+	return err
+}
