@@ -272,6 +272,9 @@ type Capabilities struct {
 	Exec bool     `json:"exec,omitempty"`
 	Net  []string `json:"net,omitempty"` // host names
 	Env  []string `json:"env,omitempty"` // variable names
+	// SessionEvents are the session event types the plugin appends with
+	// session_event_append.
+	SessionEvents []string `json:"session_events,omitempty"`
 }
 
 // FSNeed is one filesystem need: Path is "workspace" or an absolute path;

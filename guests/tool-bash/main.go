@@ -163,11 +163,24 @@ func bashTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return startTask(req, out)
 	}
 	res, err := guest.Exec(req)
+	if spillRefused(err) {
+		// No writable root for the scratch directory (a read-only
+		// workspace): run without saving long output.
+		req.SpillDir = ""
+		res, err = guest.Exec(req)
+	}
 	if err != nil {
 		return err
 	}
 	out.WriteString(render(res, timeout, facts.Cwd))
 	return nil
+}
+
+// spillRefused reports that the host refused the scratch directory, not
+// the command.
+func spillRefused(err error) bool {
+	var he *guest.HostError
+	return errors.As(err, &he) && strings.Contains(he.Message, "spill_dir")
 }
 
 // render is the result text of a finished command.

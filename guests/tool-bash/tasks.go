@@ -54,6 +54,10 @@ func startTask(req hostfns.ExecRequest, out *guest.Result) error {
 		return err
 	}
 	st, err := guest.ExecStart(req)
+	if spillRefused(err) {
+		req.SpillDir = ""
+		st, err = guest.ExecStart(req)
+	}
 	if err != nil {
 		return err
 	}

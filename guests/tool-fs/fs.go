@@ -17,8 +17,11 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/dsh-wasm/dsh-wasm/guests/internal/bulk"
 	"github.com/dsh-wasm/dsh-wasm/guests/internal/toolpath"
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/guest"
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 )
 
 // target is a file a tool works on: the path as the model gave it (shown
@@ -27,12 +30,30 @@ type target struct {
 	shown, abs string
 }
 
-func resolve(ctx guest.Context, p string) (target, error) {
-	facts, err := ctx.Facts()
-	if err != nil {
-		return target{}, fmt.Errorf("bad call context: %w", err)
+// The last call context and its working directory: an instance serves
+// one agent, whose context rarely changes, so it is decoded once.
+var (
+	lastContext []byte
+	lastCwd     string
+)
+
+func cwdOf(ctx guest.Context) (string, error) {
+	if raw := ctx.Raw(); lastContext == nil || !bytes.Equal(raw, lastContext) {
+		facts, err := ctx.Facts()
+		if err != nil {
+			return "", fmt.Errorf("bad call context: %w", err)
+		}
+		lastContext, lastCwd = append(lastContext[:0], raw...), facts.Cwd
 	}
-	abs, err := toolpath.Resolve(p, facts.Cwd, toolpath.Roots())
+	return lastCwd, nil
+}
+
+func resolve(ctx guest.Context, p string) (target, error) {
+	cwd, err := cwdOf(ctx)
+	if err != nil {
+		return target{}, err
+	}
+	abs, err := toolpath.Resolve(p, cwd, toolpath.Roots())
 	if err != nil {
 		return target{}, err
 	}
@@ -64,18 +85,79 @@ func stateKey(abs string) string {
 	return "seen:" + hex.EncodeToString(h[:20])
 }
 
+// stateBuf holds state requests, reused: the policy's bookkeeping costs
+// no reflection (encoding/json is slow in a Go guest).
+var (
+	stateBuf []byte
+	stateObj jsonobj.Obj
+	valueObj jsonobj.Obj
+)
+
 // seen returns the version this session last read or wrote of abs.
 func seen(abs string) (version, bool, error) {
-	var v version
-	found, err := guest.StateGet(stateKey(abs), &v)
-	if err != nil || !found || v.Path != abs {
+	b := append(stateBuf[:0], `{"key":`...)
+	b = jsonobj.AppendQuote(b, stateKey(abs))
+	stateBuf = append(b, '}')
+	resp, err := guest.Call(hostfns.FnStateGet, stateBuf)
+	if err != nil {
 		return version{}, false, err
+	}
+	if err := stateObj.Parse(resp); err != nil {
+		return version{}, false, fmt.Errorf("state_get: %w", err)
+	}
+	found, ok := stateObj.Lookup("found")
+	if !ok {
+		return version{}, false, nil
+	}
+	if f, err := found.Bool(); err != nil || !f {
+		return version{}, false, err
+	}
+	val, ok := stateObj.Lookup("value")
+	if !ok || val.Kind() != jsonobj.Object {
+		return version{}, false, nil
+	}
+	if err := valueObj.Parse(val.Raw()); err != nil {
+		return version{}, false, fmt.Errorf("state_get: %w", err)
+	}
+	var v version
+	for _, m := range []struct {
+		key string
+		set func(jsonobj.Value) error
+	}{
+		{"p", func(x jsonobj.Value) (err error) { v.Path, err = x.Text(); return }},
+		{"i", func(x jsonobj.Value) error { n, err := x.Int(); v.Ino = uint64(n); return err }},
+		{"s", func(x jsonobj.Value) (err error) { v.Size, err = x.Int(); return }},
+		{"m", func(x jsonobj.Value) (err error) { v.Mtime, err = x.Int(); return }},
+	} {
+		x, ok := valueObj.Lookup(m.key)
+		if !ok {
+			return version{}, false, nil // an unknown record: as if unread
+		}
+		if err := m.set(x); err != nil {
+			return version{}, false, fmt.Errorf("state_get: %w", err)
+		}
+	}
+	if v.Path != abs {
+		return version{}, false, nil
 	}
 	return v, true, nil
 }
 
 func remember(abs string, fi fs.FileInfo) error {
-	return guest.StateSet(stateKey(abs), versionOf(abs, fi))
+	v := versionOf(abs, fi)
+	b := append(stateBuf[:0], `{"key":`...)
+	b = jsonobj.AppendQuote(b, stateKey(abs))
+	b = append(b, `,"value":{"p":`...)
+	b = jsonobj.AppendQuote(b, v.Path)
+	b = append(b, `,"i":`...)
+	b = strconv.AppendInt(b, int64(v.Ino), 10)
+	b = append(b, `,"s":`...)
+	b = strconv.AppendInt(b, v.Size, 10)
+	b = append(b, `,"m":`...)
+	b = strconv.AppendInt(b, v.Mtime, 10)
+	stateBuf = append(b, "}}"...)
+	_, err := guest.Call(hostfns.FnStateSet, stateBuf)
+	return err
 }
 
 // ioError turns a WASI failure into a message for the model.
@@ -178,11 +260,7 @@ func (w *window) emit(text []byte) {
 	w.num = strconv.AppendInt(w.num[:0], int64(w.lines), 10)
 	w.num = append(w.num, ':', ' ')
 	w.out.Write(w.num)
-	if utf8.Valid(text) {
-		w.out.Write(text)
-	} else {
-		w.out.Write(bytes.ToValidUTF8(text, []byte("\uFFFD")))
-	}
+	w.out.Write(text) // checked for UTF-8 once, when the window is done
 	w.out.WriteString(suffix)
 	w.out.WriteString("\n")
 	w.kept++
@@ -248,11 +326,24 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		}
 		for len(b) > 0 {
 			if w.done() {
-				w.lines += countNL(b)
+				w.lines += bulk.Count(b, '\n')
 				partial = b[len(b)-1] != '\n'
 				break
 			}
-			i := bytes.IndexByte(b, '\n')
+			// Lines before the window are only counted, a word at a time.
+			if need := w.offset - 1 - w.lines; need > 0 {
+				i, n := bulk.Nth(b, '\n', need)
+				if i < 0 {
+					w.lines += n
+					partial = b[len(b)-1] != '\n'
+					break
+				}
+				w.lines += need
+				partial = false
+				b = b[i+1:]
+				continue
+			}
+			i := bulk.Index(b, '\n')
 			if i < 0 {
 				if w.wants() {
 					w.line = appendCapped(w.line, b)
@@ -311,6 +402,13 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		fmt.Fprintf(out, "(End of file - total %d lines)", total)
 	}
 	out.WriteString("\n</content>")
+	// The sample was UTF-8; a later line may not be. The host would mend
+	// it too, but the model should see the same as the tool's own check.
+	if b := out.Bytes(); !utf8.Valid(b) {
+		fixed := bytes.ToValidUTF8(b, []byte("\uFFFD"))
+		out.Reset()
+		out.Write(fixed)
+	}
 	if err := remember(t.abs, fi); err != nil {
 		return fmt.Errorf("read %q: recording the read: %w", t.shown, err)
 	}
@@ -348,19 +446,8 @@ func appendCapped(line, b []byte) []byte {
 	return append(line, b...)
 }
 
-// countNL counts newlines with bytes.IndexByte, whose Wasm assembly scans
-// several times faster than a byte loop compiled from Go.
-func countNL(b []byte) int {
-	n := 0
-	for {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return n
-		}
-		n++
-		b = b[i+1:]
-	}
-}
+// countNL counts newlines a word at a time.
+func countNL(b []byte) int { return bulk.Count(b, '\n') }
 
 // guardWrite checks that the file at t, now at version cur, is the one
 // this session last saw: seen at all (else refused, naming verb), and
@@ -471,8 +558,9 @@ func writeTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	return nil
 }
 
-// editBuf holds the file edit works on, reused between calls.
-var editBuf []byte
+// editBuf holds the file edit works on, and editOut the edited content,
+// reused between calls.
+var editBuf, editOut []byte
 
 func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	p, err := args.String("file_path")
@@ -541,10 +629,10 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	if err != nil {
 		return ioError("edit", t, err)
 	}
-	if bytes.IndexByte(content, 0) >= 0 {
+	crlf, binary := scanEndings(content)
+	if binary {
 		return fmt.Errorf("cannot edit %q: binary file", t.shown)
 	}
-	crlf := bytes.Contains(content, []byte("\r\n"))
 	if crlf {
 		content = bytes.ReplaceAll(content, []byte("\r\n"), []byte("\n"))
 		oldS = bytes.ReplaceAll(oldS, []byte("\r\n"), []byte("\n"))
@@ -598,11 +686,30 @@ func readAll(f *os.File, size int64) ([]byte, error) {
 	}
 }
 
+// scanEndings reports whether b has a CR LF line ending and whether it
+// has a NUL byte (binary), in one pass while no CR LF is found.
+func scanEndings(b []byte) (crlf, binary bool) {
+	for i := 0; ; {
+		j := bulk.Index2(b[i:], 0, '\r')
+		if j < 0 {
+			return false, false
+		}
+		i += j
+		if b[i] == 0 {
+			return false, true
+		}
+		i++
+		if i < len(b) && b[i] == '\n' {
+			return true, bulk.Index(b[i:], 0) >= 0
+		}
+	}
+}
+
 // matchOffsets returns where old occurs in content, without overlaps.
 func matchOffsets(content, old []byte) []int {
 	var at []int
 	for i := 0; ; {
-		j := bytes.Index(content[i:], old)
+		j := bulk.IndexString(content[i:], old)
 		if j < 0 {
 			return at
 		}
@@ -614,7 +721,11 @@ func matchOffsets(content, old []byte) []int {
 // replaceAt builds content with each match of old replaced by repl, in
 // one allocation.
 func replaceAt(content []byte, at []int, old, repl []byte) []byte {
-	out := make([]byte, 0, len(content)+len(at)*(len(repl)-len(old)))
+	size := len(content) + len(at)*(len(repl)-len(old))
+	if cap(editOut) < size {
+		editOut = make([]byte, 0, size)
+	}
+	out := editOut[:0]
 	prev := 0
 	for _, i := range at {
 		out = append(out, content[prev:i]...)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/guest"
 )
 
@@ -48,6 +49,9 @@ func setup(p *guest.Plugin) error {
 		if err := d.Decode(&cfg); err != nil {
 			return fmt.Errorf("tool-todo config: %w", err)
 		}
+	}
+	if err := p.Need(hostfns.Capabilities{SessionEvents: []string{eventType}}); err != nil {
+		return err
 	}
 	active := "Keep at most one todo in_progress at a time: while work remains, exactly the one you are working on."
 	if cfg.AllowParallel {

@@ -114,13 +114,19 @@ func fetch(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		}
 		return fmt.Errorf("cannot use %s: its content type is %s, which is not text; web_fetch returns text and HTML only", resp.URL, media)
 	}
-	text := resp.Body
+	text, note := resp.Body, ""
 	if media == "text/html" || media == "application/xhtml+xml" {
-		if text, err = toMarkdown(resp.Body, resp.URL); err != nil {
-			return fmt.Errorf("converting %s to Markdown: %w", resp.URL, err)
+		md, err := toMarkdown(resp.Body, resp.URL)
+		if err != nil {
+			// Markup the converter refuses (nesting deeper than the HTML
+			// parser allows, say) is still text the model can read.
+			note = fmt.Sprintf("[could not convert the HTML to Markdown (%v); showing it as it is]\n", err)
+		} else {
+			text = md
 		}
 	}
 	fmt.Fprintf(out, "URL: %s\nContent-Type: %s\n", resp.URL, media)
+	out.WriteString(note)
 	if prompt != "" {
 		fmt.Fprintf(out, "Looking for: %s\n", prompt)
 	}
