@@ -84,7 +84,9 @@ func (r *Registry) Assemble(ctx context.Context, ac AssembleContext) (*Assembly,
 				return nil, &ProviderError{Kind: "assemble hook", Name: h.name, Err: err}
 			}
 			if a == nil {
-				a = &Assembly{Context: ac}
+				// An empty prompt in its place would silently drop the
+				// system prompt and the tools.
+				return nil, &ProviderError{Kind: "assemble hook", Name: h.name, Err: ErrNoAssembly}
 			}
 			return a, nil
 		}

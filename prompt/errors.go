@@ -17,6 +17,9 @@ var (
 	ErrInvalidToolSchema  = errors.New("invalid tool parameters schema")
 	ErrNotRegistered      = errors.New("not registered")
 	ErrNilHook            = errors.New("nil assemble hook")
+	// ErrNoAssembly: an assemble hook returned neither an assembly nor
+	// an error.
+	ErrNoAssembly = errors.New("the assemble hook returned no assembly")
 	// ErrListenerRejected: a change listener failed, and the change was
 	// rolled back.
 	ErrListenerRejected = errors.New("change listener rejected the registration")

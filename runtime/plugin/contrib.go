@@ -301,6 +301,9 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 	if !validEventName(r.Event) {
 		return nil, hostfns.ErrRule, fmt.Sprintf("event name %q must be 1 to 128 printable bytes", r.Event)
 	}
+	if n, ok := events.Renamed(r.Event); ok {
+		return nil, hostfns.ErrRule, fmt.Sprintf("event %s was renamed: subscribe to %s", r.Event, n)
+	}
 	if r.Mode == "" {
 		r.Mode = hostfns.ModeListen
 	}
