@@ -123,7 +123,9 @@ func TestInteractiveUIUnderTmux(t *testing.T) {
 	}
 
 	// Resumed, the UI shows the conversation so far; Ctrl-C when idle quits.
-	x.session = "resumed"
+	// (A server of its own: the first one exits with its last session.)
+	x.session, x.socket = "resumed", x.socket+"-resumed"
+	t.Cleanup(func() { exec.Command(tm, "-L", x.socket, "kill-server").Run() })
 	cmd = fmt.Sprintf("XDG_DATA_HOME=%s %s run --config %s --replay %s --resume %s 2>/dev/null; echo $? > %s.2",
 		data, bin, config, rec, id, status)
 	x.run("new-session", "-d", "-s", x.session, "-x", "120", "-y", "50", cmd)
