@@ -59,6 +59,8 @@ type Plugin struct {
 	offs       []func()
 	sandbox    sandbox
 	execs      map[string]*execjail.Manager // by session scope
+	appended   map[string]*appendQuota      // session events appended, by session scope
+	spills     map[string][2]*spillWriter   // background tasks' spill files, by scope NUL task id
 	active     bool
 	closed     bool
 	initing    bool
@@ -465,6 +467,9 @@ func (p *Plugin) endAgent(agentID string, deadline time.Time) {
 		scope = s.facts.Session
 	}
 	p.endExecScope(scope)
+	p.mu.Lock()
+	delete(p.appended, scope)
+	p.mu.Unlock()
 	if s == nil {
 		return
 	}
