@@ -193,14 +193,17 @@ func (e *env) slowServer() *httptest.Server {
 }
 
 // inFlight starts tool with a on another goroutine and returns a channel
-// that receives its error when it ends.
+// that receives how it ended: its error, or, when the guest returned
+// anyway (it saw its host call answer canceled and returned before its
+// next interrupt check), its result as an error, which then carries the
+// canceled host call's message.
 func (e *env) inFlight(tool string, a hogArgs) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		b, _ := json.Marshal(a)
 		r, err := e.host.CallTool(e.ctx, e.main, tool, b)
-		if err == nil && r.IsError {
-			err = errors.New(r.Text)
+		if err == nil {
+			err = errors.New("the tool returned: " + r.Text)
 		}
 		e.record(r.Text)
 		done <- err
@@ -430,7 +433,10 @@ func boundsAttacks() []hostileAttack {
 			done := make(chan error, 1)
 			go func() {
 				b, _ := json.Marshal(hogArgs{Op: "exec", Command: longCommand + marker})
-				_, err := h.CallTool(e.ctx, e.main, "hog", b)
+				r, err := h.CallTool(e.ctx, e.main, "hog", b)
+				if err == nil { // see inFlight
+					err = errors.New("the tool returned: " + r.Text)
+				}
 				done <- err
 			}()
 			time.Sleep(300 * time.Millisecond)
