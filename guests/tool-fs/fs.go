@@ -177,11 +177,16 @@ func ioError(verb string, t target, err error) error {
 	return fmt.Errorf("cannot %s %q: %v", verb, t.shown, err)
 }
 
+// regular refuses anything but a regular file. WASI has no file type for
+// a FIFO ("unknown"), which Go's wasip1 port reports as a mode without
+// type bits, that is as a regular file: so the WASI type itself is
+// checked, or opening a FIFO would wait for a writer forever.
 func regular(verb string, t target, fi fs.FileInfo) error {
+	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case fi.IsDir():
 		return fmt.Errorf("cannot %s %q: it is a directory, not a file", verb, t.shown)
-	case !fi.Mode().IsRegular():
+	case !fi.Mode().IsRegular() || st == nil || st.Filetype != syscall.FILETYPE_REGULAR_FILE:
 		return fmt.Errorf("cannot %s %q: not a regular file", verb, t.shown)
 	}
 	return nil
@@ -303,6 +308,12 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	}
 	t, err := resolve(ctx, p)
 	if err != nil {
+		return err
+	}
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(t.abs); err != nil {
+		return ioError("read", t, err)
+	} else if err := regular("read", t, fi); err != nil {
 		return err
 	}
 	f, err := os.Open(t.abs)
@@ -614,6 +625,12 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	}
 	if !ok {
 		return checkSeen("edit", t, prev, ok, version{})
+	}
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(t.abs); err != nil {
+		return ioError("edit", t, err)
+	} else if err := regular("edit", t, fi); err != nil {
+		return err
 	}
 	f, err := os.Open(t.abs)
 	if err != nil {
