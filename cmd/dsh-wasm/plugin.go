@@ -41,10 +41,11 @@ func builtinList() string {
 }
 
 func newPluginInspectCmd(s streams) *cobra.Command {
-	var configs []string
+	var sets []string
+	var deployment string
 	var verbose, render bool
 	cmd := &cobra.Command{
-		Use:   "inspect [--config KEY=VALUE]... SOURCE",
+		Use:   "inspect [--set KEY=VALUE]... SOURCE | inspect --config FILE NAME",
 		Short: "Load a plugin in a throw-away host and print what it contributes",
 		Long: `Inspect loads the plugin at SOURCE (a .wasm file, or builtin:NAME) in a
 throw-away host with a fresh prompt registry, runs its dsh_init, and prints
@@ -83,21 +84,24 @@ assembly failure is reported as assembly_error. --render adds
 variable_values (null when a variable has no value) and rendered_sections,
 the plugin's sections rendered strictly.
 
---config KEY=VALUE sets one key of the plugin's config object. VALUE is
+--set KEY=VALUE sets one key of the plugin's config object. VALUE is
 taken as JSON when it is valid JSON (42, true, "x", [1], {"a":1}) and as a
-string otherwise; a key may be given once. Without --config the plugin gets {}.
+string otherwise; a key may be given once. Without --set the plugin gets {}.
+
+With --config FILE, NAME is a plugin of that deployment file: it is loaded
+with its config from the file, and the report adds what the deployment
+grants it (grants: fs, exec, net, env, session events...), the quotas it
+runs under (limits: memory, call and init timeouts) and refusals: each
+declared need its grants do not cover, which would refuse it at load.
 
 Exit status: 0 inspected; 1 the plugin was refused (unreadable source, not
 a dsh:host/v1 module, failing init); 2 usage.`,
 		Example: `  dsh-wasm plugin inspect builtin:facts
-  dsh-wasm plugin inspect --config platform=linux/amd64 --config timezone=UTC builtin:facts
-  dsh-wasm plugin inspect ./my-plugin.wasm --config 'tools=["echo"]'`,
+  dsh-wasm plugin inspect --set platform=linux/amd64 --set timezone=UTC builtin:facts
+  dsh-wasm plugin inspect ./my-plugin.wasm --set 'tools=["echo"]'
+  dsh-wasm plugin inspect --config examples/coding-agent/dsh.yml tool-bash`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			config, err := configObject(configs)
-			if err != nil {
-				return err
-			}
 			logger := slog.New(slog.DiscardHandler)
 			if verbose {
 				logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -106,20 +110,35 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			report, err := inspectPlugin(ctx, s.g, args[0], config, logger, render)
+			if deployment != "" {
+				if len(sets) > 0 {
+					return usagef("--set and --config FILE do not mix: the deployment file gives the plugin its config")
+				}
+				report, err := inspectDeployed(ctx, s.g, deployment, args[0], logger, render)
+				if err != nil {
+					return err
+				}
+				return writeJSON(s.out, report)
+			}
+			config, err := configObject(sets)
+			if err != nil {
+				return err
+			}
+			report, err := inspectPlugin(ctx, s.g, plugin.Spec{Source: args[0], Config: config, Inspect: true}, logger, render)
 			if err != nil {
 				return err
 			}
 			return writeJSON(s.out, report)
 		},
 	}
-	cmd.Flags().StringArrayVar(&configs, "config", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
+	cmd.Flags().StringVar(&deployment, "config", "", "inspect plugin NAME of the deployment `FILE`")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's log to standard error")
 	cmd.Flags().BoolVar(&render, "render", false, "also print the variables' values and the plugin's rendered sections")
 	return cmd
 }
 
-// configObject builds the plugin's config object from --config KEY=VALUE
+// configObject builds the plugin's config object from --set KEY=VALUE
 // flags; nil when there are none (the host then passes {}).
 func configObject(kvs []string) (json.RawMessage, error) {
 	if len(kvs) == 0 {
@@ -129,10 +148,10 @@ func configObject(kvs []string) (json.RawMessage, error) {
 	for _, kv := range kvs {
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok || key == "" {
-			return nil, usagef("--config %q: want KEY=VALUE", kv)
+			return nil, usagef("--set %q: want KEY=VALUE", kv)
 		}
 		if _, dup := obj[key]; dup {
-			return nil, usagef("--config %q: key %q is given more than once", kv, key)
+			return nil, usagef("--set %q: key %q is given more than once", kv, key)
 		}
 		if json.Valid([]byte(value)) {
 			obj[key] = json.RawMessage(value)
@@ -140,7 +159,7 @@ func configObject(kvs []string) (json.RawMessage, error) {
 		}
 		b, err := json.Marshal(value)
 		if err != nil {
-			return nil, fmt.Errorf("--config %q: encode value: %w", kv, err)
+			return nil, fmt.Errorf("--set %q: encode value: %w", kv, err)
 		}
 		obj[key] = b
 	}
@@ -185,10 +204,10 @@ type inspectTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// inspectPlugin loads source in a host of its own, which grants nothing
-// and is closed before returning, compiling through the cache the global
-// flags choose.
-func inspectPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
+// inspectPlugin loads spec in a host of its own (a one-plugin deployment:
+// cliHost), closed before returning, compiling through the cache the
+// global flags choose.
+func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
 	h, closeHost, err := cliHost(ctx, g, logger)
 	if err != nil {
 		return nil, err
@@ -198,7 +217,7 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 			err = fmt.Errorf("close plugin host: %w", cerr)
 		}
 	}()
-	p, err := h.Load(ctx, plugin.Spec{Source: source, Config: config, Inspect: true})
+	p, err := h.Load(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -122,6 +122,11 @@ type Grants struct {
 	Net    NetGrant  `yaml:"net,omitempty"`
 	Env    []string  `yaml:"env,omitempty"` // host environment variables the plugin may read
 	Limits Limits    `yaml:"limits,omitempty"`
+	// SessionEvents are the session event types the plugin may append to
+	// the calling agent's session (session_event_append), such as
+	// "todo/write". Core types can never be granted: see
+	// CheckSessionEventType.
+	SessionEvents []string `yaml:"session_events,omitempty"`
 	// Prompt bounds where the plugin's prompt sections may sit.
 	Prompt PromptGrant `yaml:"prompt,omitempty"`
 	// Events lists the waterfalls (system-prompt/assemble, agent/request,
@@ -129,11 +134,6 @@ type Grants struct {
 	// plugin may join; a waterfall handler may rewrite what passes
 	// through it. Plain listening needs no grant.
 	Events []string `yaml:"events,omitempty"`
-	// SessionEvents are the session event types the plugin may append to
-	// the calling agent's session (session_event_append), such as
-	// "todo/write". Core types can never be granted: see
-	// CheckSessionEventType.
-	SessionEvents []string `yaml:"session_events,omitempty"`
 }
 
 // FSMode is the access an fs grant gives.

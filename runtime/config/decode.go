@@ -489,11 +489,11 @@ func (d *decoder) grants(n *yaml.Node, field string) Grants {
 		"net":    func(v *yaml.Node, f string) { g.Net = d.net(v, f) },
 		"env":    func(v *yaml.Node, f string) { g.Env = d.strings(v, f, checkEnvName) },
 		"limits": func(v *yaml.Node, f string) { g.Limits = d.limits(v, f) },
-		"prompt": func(v *yaml.Node, f string) { g.Prompt = d.promptGrant(v, f) },
-		"events": func(v *yaml.Node, f string) { g.Events = d.strings(v, f, checkEventGrant) },
 		"session_events": func(v *yaml.Node, f string) {
 			g.SessionEvents = d.strings(v, f, CheckSessionEventType)
 		},
+		"prompt": func(v *yaml.Node, f string) { g.Prompt = d.promptGrant(v, f) },
+		"events": func(v *yaml.Node, f string) { g.Events = d.strings(v, f, checkEventGrant) },
 	})
 	if g.Exec.Timeout != 0 && g.Exec.MaxTimeout != 0 && g.Exec.Timeout > g.Exec.MaxTimeout {
 		d.fail(n, join(field, "exec.timeout"), "%v exceeds max_timeout %v", g.Exec.Timeout, g.Exec.MaxTimeout)

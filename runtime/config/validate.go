@@ -117,17 +117,17 @@ func (e Entry) Validate() error {
 			bad(fmt.Sprintf("grants.env[%d]", i), msg)
 		}
 	}
+	for i, v := range g.SessionEvents {
+		if msg := CheckSessionEventType(v); msg != "" {
+			bad(fmt.Sprintf("grants.session_events[%d]", i), msg)
+		}
+	}
 	if msg := checkOrderRange(g.Prompt.Order); msg != "" {
 		bad("grants.prompt.order", msg)
 	}
 	for i, v := range g.Events {
 		if msg := checkEventGrant(v); msg != "" {
 			bad(fmt.Sprintf("grants.events[%d]", i), msg)
-		}
-	}
-	for i, v := range g.SessionEvents {
-		if msg := CheckSessionEventType(v); msg != "" {
-			bad(fmt.Sprintf("grants.session_events[%d]", i), msg)
 		}
 	}
 	return errors.Join(errs...)
