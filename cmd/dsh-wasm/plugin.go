@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/spf13/cobra"
@@ -57,7 +58,16 @@ what it registered as JSON:
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  prompt_order   [lo, hi], the section orders its grants allow (default
+                 [1, 9223372036854775807]: after the persona)
+  events         the waterfalls its grants let it join (none by default)
+  dangling       [{section, owner, variable}]: references of its static
+                 sections that neither the harness nor the plugin provides;
+                 another plugin of the deployment must, or the deployment's
+                 load fails (with an assemble hook loaded, the render fails)
 
+The host registers the harness's sections and variables first, as a
+deployment does, so a plugin claiming one of their names is refused.
 Nothing is granted, and a plugin is never refused for its needs: they are
 reported under capabilities.
 
@@ -156,6 +166,9 @@ type inspectReport struct {
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	PromptOrder   [2]int                     `json:"prompt_order"`
+	Events        []string                   `json:"events"`
+	Dangling      []prompt.Dangling          `json:"dangling"`
 }
 
 type inspectSection struct {
@@ -197,7 +210,13 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 	if p == nil {
 		return nil, fmt.Errorf("plugin %q did not stay loaded", name)
 	}
+	return reportOf(p), nil
+}
+
+// reportOf describes a loaded plugin.
+func reportOf(p *plugin.Plugin) *inspectReport {
 	c := p.Contribution()
+	lo, hi := p.PromptOrder()
 	r := &inspectReport{
 		Name:          p.Name(),
 		SHA256:        "sha256:" + p.Digest(),
@@ -207,6 +226,15 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		PromptOrder:   [2]int{lo, hi},
+		Events:        p.GrantedEvents(),
+		Dangling:      p.Dangling(),
+	}
+	if r.Events == nil {
+		r.Events = []string{}
+	}
+	if r.Dangling == nil {
+		r.Dangling = []prompt.Dangling{}
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
@@ -214,7 +242,7 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 	for _, t := range c.Tools {
 		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	return r, nil
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {

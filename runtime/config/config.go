@@ -13,6 +13,8 @@
 //	         response_bytes: 5MiB, allow_private: false}
 //	  env:  [GITHUB_TOKEN]
 //	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s}
+//	  prompt: {order: [100, 199]}  # where its sections may sit; default [1, max]
+//	  events: [system-prompt/assemble]  # waterfalls it may join; none by default
 //
 // Deny by default: a plugin with no grants can only compute. Every grant is
 // explicit; a missing section grants nothing, and the defaults below only
@@ -110,6 +112,13 @@ type Grants struct {
 	// "todo/write". Core types can never be granted: see
 	// CheckSessionEventType.
 	SessionEvents []string `yaml:"session_events,omitempty"`
+	// Prompt bounds where the plugin's prompt sections may sit.
+	Prompt PromptGrant `yaml:"prompt,omitempty"`
+	// Events lists the waterfalls (system-prompt/assemble, agent/request,
+	// tool/pre-execute, tool/post-execute, or a plugin's own event) the
+	// plugin may join; a waterfall handler may rewrite what passes
+	// through it. Plain listening needs no grant.
+	Events []string `yaml:"events,omitempty"`
 }
 
 // FSMode is the access an fs grant gives.
@@ -181,6 +190,11 @@ type Limits struct {
 	Memory      ByteSize      `yaml:"memory,omitempty"`
 	CallTimeout time.Duration `yaml:"call_timeout,omitempty"`
 	InitTimeout time.Duration `yaml:"init_timeout,omitempty"`
+	// DiskBytes and DiskFiles bound what the plugin adds to the disk
+	// through its fs grants: bytes by file size (sparse holes count) and
+	// files created. Unset means the default (Limits.DiskQuota).
+	DiskBytes ByteSize `yaml:"disk_bytes,omitempty"`
+	DiskFiles int      `yaml:"disk_files,omitempty"`
 }
 
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up

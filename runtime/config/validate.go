@@ -75,12 +75,18 @@ func (e Entry) Validate() error {
 		{"grants.exec.output_bytes", g.Exec.OutputBytes, MaxOutputBytes},
 		{"grants.net.response_bytes", g.Net.ResponseBytes, MaxResponse},
 		{"grants.limits.memory", g.Limits.Memory, MaxMemory},
+		{"grants.limits.disk_bytes", g.Limits.DiskBytes, MaxDiskBytes},
 	}
 	for _, s := range sizes {
 		if s.v != 0 {
 			if msg := checkSize(s.v, 1, s.hi); msg != "" {
 				bad(s.field, msg)
 			}
+		}
+	}
+	if g.Limits.DiskFiles != 0 {
+		if msg := checkCount(g.Limits.DiskFiles, 1, MaxDiskFiles); msg != "" {
+			bad("grants.limits.disk_files", msg)
 		}
 	}
 	for i, v := range g.Exec.Env {
@@ -101,6 +107,14 @@ func (e Entry) Validate() error {
 	for i, v := range g.SessionEvents {
 		if msg := CheckSessionEventType(v); msg != "" {
 			bad(fmt.Sprintf("grants.session_events[%d]", i), msg)
+		}
+	}
+	if msg := checkOrderRange(g.Prompt.Order); msg != "" {
+		bad("grants.prompt.order", msg)
+	}
+	for i, v := range g.Events {
+		if msg := checkEventGrant(v); msg != "" {
+			bad(fmt.Sprintf("grants.events[%d]", i), msg)
 		}
 	}
 	return errors.Join(errs...)

@@ -52,6 +52,9 @@ func checkGrants(name string, g *config.Grants, c hostfns.Capabilities) error {
 type sandbox struct {
 	grants *config.Grants
 	net    *netguard.Fetcher
+	// quota bounds what the plugin adds to the disk, through every jail
+	// of its instances and through files the host writes for it.
+	quota *fsjail.Quota
 }
 
 func (p *Plugin) openSandbox() error {
@@ -60,6 +63,9 @@ func (p *Plugin) openSandbox() error {
 		return nil
 	}
 	p.sandbox.grants = g
+	if len(g.FS) > 0 {
+		p.sandbox.quota = fsjail.NewQuota(g.Limits.DiskQuota())
+	}
 	if len(g.Net.AllowedHosts) > 0 {
 		f, err := netguard.New(netguard.Options{AllowedHosts: g.Net.AllowedHosts,
 			MaxResponseBytes: int64(g.Net.ResponseBytes), AllowPrivateAddresses: g.Net.AllowPrivate})
@@ -121,12 +127,17 @@ func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
 	if err != nil || len(mounts) == 0 {
 		return nil, err
 	}
-	j, err := fsjail.New(mounts)
+	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota))
 	if err != nil {
 		return nil, fmt.Errorf("grants.fs: %w", err)
 	}
 	return j, nil
 }
+
+// DiskQuota is the plugin's disk quota (grants.limits.disk_bytes and
+// disk_files), or nil without fs grants. Host code that writes a file for
+// the plugin, such as saved command output, charges it here first.
+func (p *Plugin) DiskQuota() *fsjail.Quota { return p.sandbox.quota }
 
 func withJail(cfg wazero.ModuleConfig, j *fsjail.Jail) wazero.ModuleConfig {
 	if j == nil {

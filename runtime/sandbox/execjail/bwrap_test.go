@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 )
 
 // requireBwrap skips without bubblewrap, except under CI=true where its
@@ -20,10 +22,7 @@ import (
 func requireBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bwrap is required when CI=true: %v", err)
-		}
-		t.Skipf("bwrap not installed: %v", err)
+		prereq.Missing(t, "bwrap not installed: %v", err)
 	}
 }
 
@@ -57,7 +56,7 @@ func TestSandboxCannotWriteOutsideWorkspace(t *testing.T) {
 	// than an empty private /tmp.
 	base, err := os.MkdirTemp("/var/tmp", "execjail-test-")
 	if err != nil {
-		t.Skipf("need a writable directory outside /tmp: %v", err)
+		prereq.Missing(t, "need a writable directory outside /tmp: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
@@ -99,7 +98,7 @@ func TestSandboxReadOnlyRoot(t *testing.T) {
 func TestSandboxPrivateTmp(t *testing.T) {
 	hostFile, err := os.CreateTemp("/tmp", "execjail-host-*")
 	if err != nil {
-		t.Skipf("no writable /tmp: %v", err)
+		prereq.Missing(t, "no writable /tmp: %v", err)
 	}
 	hostFile.Close()
 	defer os.Remove(hostFile.Name())

@@ -104,9 +104,15 @@ func probeProcMount() string {
 	if err != nil {
 		return ""
 	}
-	// In the namespace's own /proc, PID 1 is the shell itself.
+	// In the namespace's own /proc, PID 1 is the shell itself. (Not
+	// /proc/self/exe: in $(...) that is readlink's own binary, which made
+	// this probe fail everywhere.)
+	real, err := filepath.EvalSymlinks(sh)
+	if err != nil {
+		return ""
+	}
 	err = runProbe(&syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL},
-		unshare, "--mount-proc", "--", sh, "-c", `test "$(readlink /proc/1/exe)" = "$(readlink /proc/self/exe)" && test "$(readlink /proc/self)" -lt 10`)
+		unshare, "--mount-proc", "--", sh, "-c", `test "$(readlink /proc/1/exe)" = "`+real+`" && test "$(readlink /proc/self)" -lt 10`)
 	if err != nil {
 		return ""
 	}
