@@ -48,14 +48,14 @@ type Server struct {
 	srv  *mcp.Server
 	stop func()
 
-	mu       sync.Mutex
-	agents   map[*mcp.ServerSession]*deploy.Agent
-	ended    map[*mcp.ServerSession]bool
-	tools    []string // names served now
-	prompts  []string
-	closed   bool
-	syncMu   sync.Mutex // one refresh at a time
-	probe    *deploy.Agent
+	mu      sync.Mutex
+	agents  map[*mcp.ServerSession]*deploy.Agent
+	ended   map[*mcp.ServerSession]bool
+	tools   []string // names served now
+	prompts []string
+	closed  bool
+	syncMu  sync.Mutex // one refresh at a time
+	probe   *deploy.Agent
 }
 
 // New builds the server: the deployment's tools and plugin sections are
