@@ -49,7 +49,7 @@ type Server struct {
 	stop func()
 
 	mu      sync.Mutex
-	agents  map[*mcp.ServerSession]*deploy.Agent
+	agents  map[*mcp.ServerSession]*agent
 	ended   map[*mcp.ServerSession]bool
 	tools   []string // names served now
 	prompts []string
@@ -71,7 +71,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.Version = "dev"
 	}
 	s := &Server{d: opts.Deployment, opts: opts, log: opts.Logger,
-		agents: map[*mcp.ServerSession]*deploy.Agent{}, ended: map[*mcp.ServerSession]bool{}}
+		agents: map[*mcp.ServerSession]*agent{}, ended: map[*mcp.ServerSession]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -111,7 +111,7 @@ func (s *Server) Close(ctx context.Context) {
 	s.mu.Lock()
 	s.closed = true
 	agents := s.agents
-	s.agents = map[*mcp.ServerSession]*deploy.Agent{}
+	s.agents = map[*mcp.ServerSession]*agent{}
 	s.mu.Unlock()
 	for _, a := range agents {
 		a.Close(ctx)
@@ -121,7 +121,7 @@ func (s *Server) Close(ctx context.Context) {
 
 // agentFor returns the session's agent, made at its first use; its
 // instances are released when the session ends.
-func (s *Server) agentFor(ss *mcp.ServerSession) (*deploy.Agent, error) {
+func (s *Server) agentFor(ss *mcp.ServerSession) (*agent, error) {
 	if ss == nil {
 		return nil, errors.New("mcpserver: a request without a session")
 	}
@@ -133,10 +133,11 @@ func (s *Server) agentFor(ss *mcp.ServerSession) (*deploy.Agent, error) {
 	if a := s.agents[ss]; a != nil {
 		return a, nil
 	}
-	a, err := s.d.NewAgent(deploy.AgentOptions{Cwd: s.opts.Workspace, Prefix: "mcp"})
+	da, err := s.d.NewAgent(deploy.AgentOptions{Cwd: s.opts.Workspace, Prefix: "mcp"})
 	if err != nil {
 		return nil, err
 	}
+	a := &agent{Agent: da}
 	s.agents[ss] = a
 	go func() {
 		_ = ss.Wait()
@@ -147,6 +148,46 @@ func (s *Server) agentFor(ss *mcp.ServerSession) (*deploy.Agent, error) {
 		a.Close(context.Background())
 	}()
 	return a, nil
+}
+
+// agent is a session's agent and the calls the client cancelled that are
+// still stopping.
+type agent struct {
+	*deploy.Agent
+	mu        sync.Mutex
+	cancelled []chan struct{}
+}
+
+// stopping records a cancelled call until done is closed.
+func (a *agent) stopping(done chan struct{}) {
+	a.mu.Lock()
+	a.cancelled = append(a.cancelled, done)
+	a.mu.Unlock()
+}
+
+// drained waits until every cancelled call has stopped, or ctx ends.
+func (a *agent) drained(ctx context.Context) error {
+	a.mu.Lock()
+	waits := slices.Clone(a.cancelled)
+	a.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	a.mu.Lock()
+	a.cancelled = slices.DeleteFunc(a.cancelled, func(c chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	})
+	a.mu.Unlock()
+	return nil
 }
 
 // refresh brings the served tools and prompts in line with the registry.
@@ -219,8 +260,18 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, name st
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
+	// A call the client cancelled may still be stopping its guest when
+	// the next call comes; that one waits, so it does not meet the
+	// discarded instance.
+	if err := a.drained(ctx); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { a.stopping(done) })
 	ctx = withSession(ctx, req.Session)
 	res, err := a.CallTool(ctx, name, args)
+	close(done)
+	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled by the client: the SDK sends no answer for it.

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -28,14 +29,24 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 		return ToolResult{}, fmt.Errorf("%w: %q", ErrNoTool, name)
 	}
 	ctx = WithAgent(ctx, facts)
-	in, err := p.instanceFor(ctx, facts)
-	if err != nil {
-		return ToolResult{}, err
-	}
-	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
-		[]byte(name), in.contextJSON(facts), args)
-	if err != nil {
-		return ToolResult{}, err
+	var st hostfns.OutStatus
+	var out []byte
+	for attempt := 0; ; attempt++ {
+		in, err := p.instanceFor(ctx, facts)
+		if err != nil {
+			return ToolResult{}, err
+		}
+		st, out, err = in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
+			[]byte(name), in.contextJSON(facts), args)
+		// A call that queued behind one whose failure discarded the
+		// instance never entered the guest: it runs on a fresh instance.
+		if errors.Is(err, errInstanceClosed) && attempt == 0 && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return ToolResult{}, err
+		}
+		break
 	}
 	switch st {
 	case hostfns.OutOK, hostfns.OutError:
