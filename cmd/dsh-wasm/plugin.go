@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -65,6 +66,10 @@ what it registered as JSON:
                  sections that neither the harness nor the plugin provides;
                  another plugin of the deployment must, or the deployment's
                  load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
 The host registers the harness's sections and variables first, as a
 deployment does, so a plugin claiming one of their names is refused.
@@ -77,9 +82,9 @@ string otherwise; a key may be given once. Without --set the plugin gets {}.
 
 With --config FILE, NAME is a plugin of that deployment file: it is loaded
 with its config from the file, and the report adds what the deployment
-grants it (grants: fs, exec, net, env, session events), the quotas it runs
-under (limits: memory, call and init timeouts) and refusals: each declared
-need its grants do not cover, which would refuse the plugin at load.
+grants it (grants: fs, exec, net, env, session events...), the quotas it
+runs under (limits: memory, call and init timeouts) and refusals: each
+declared need its grants do not cover, which would refuse it at load.
 
 Exit status: 0 inspected; 1 the plugin was refused (unreadable source, not
 a dsh:host/v1 module, failing init); 2 usage.`,
@@ -169,6 +174,9 @@ type inspectReport struct {
 	PromptOrder   [2]int                     `json:"prompt_order"`
 	Events        []string                   `json:"events"`
 	Dangling      []prompt.Dangling          `json:"dangling"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec execjail.Enforcement `json:"exec"`
 }
 
 type inspectSection struct {
@@ -185,9 +193,9 @@ type inspectTool struct {
 }
 
 // inspectPlugin loads spec alone in a deployment of its own, as it would
-// load in any deployment (after the harness's sections and variables),
-// closed before returning, compiling through the cache the global flags
-// choose.
+// load in any deployment (after the harness's sections and variables, so
+// a plugin claiming one of their names is refused), closed before
+// returning, compiling through the cache the global flags choose.
 func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger) (_ *inspectReport, err error) {
 	cache := g.openCache(logger)
 	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, Plugins: []plugin.Spec{spec},
@@ -229,6 +237,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 		PromptOrder:   [2]int{lo, hi},
 		Events:        p.GrantedEvents(),
 		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
 	}
 	if r.Events == nil {
 		r.Events = []string{}

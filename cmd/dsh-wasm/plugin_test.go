@@ -15,7 +15,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
 
 // TestMain points the default compilation cache at the tests' shared
@@ -78,6 +80,7 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"prompt_order":  []any{float64(1), float64(math.MaxInt)},
 		"events":        []any{},
 		"dangling":      []any{},
+		"exec":          jsonValue(t, execjail.Enforced()),
 	}
 	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -144,9 +147,65 @@ func TestInspectTestkit(t *testing.T) {
 		// {{model}} is the harness's; from_elsewhere must come from
 		// another plugin of the deployment.
 		Dangling: []prompt.Dangling{{Section: "kit:static", Owner: "plugin " + plugin.NameFromSource(kit), Variable: "from_elsewhere"}},
+		Exec:     execjail.Enforced(),
 	}
 	if g, w := mustMarshal(t, r), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
+	}
+}
+
+// jsonValue is v as encoding/json decodes it into an any.
+func jsonValue(t *testing.T, v any) any {
+	t.Helper()
+	var out any
+	if err := json.Unmarshal([]byte(mustMarshal(t, v)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestInspectExecLimits: inspect reports the exec limits and how this
+// machine enforces them, apart from the kill mode.
+func TestInspectExecLimits(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "builtin:facts")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Exec struct {
+			Mode      string `json:"mode"`
+			Processes struct {
+				Limit      int64  `json:"limit"`
+				By         string `json:"by"`
+				Unenforced string `json:"unenforced"`
+			} `json:"processes"`
+			Memory struct {
+				Limit      int64  `json:"limit"`
+				By         string `json:"by"`
+				Unenforced string `json:"unenforced"`
+			} `json:"memory"`
+			FileBytes struct {
+				Limit int64  `json:"limit"`
+				By    string `json:"by"`
+			} `json:"file_bytes"`
+			Capabilities string `json:"capabilities"`
+			Scope        string `json:"scope"`
+		} `json:"exec"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	x, sys := r.Exec, execjail.Enforced()
+	if x.Mode != string(sys.Mode) || x.Processes.Limit != int64(config.DefaultExecProcesses) ||
+		x.Memory.Limit != int64(config.DefaultExecMemory) || x.FileBytes.Limit != int64(config.DefaultExecFileBytes) ||
+		x.FileBytes.By != "RLIMIT_FSIZE" || x.Capabilities == "" || x.Scope == "" {
+		t.Errorf("exec report %+v", x)
+	}
+	if (x.Processes.By == "") == (x.Processes.Unenforced == "") || (x.Memory.By == "") == (x.Memory.Unenforced == "") {
+		t.Errorf("each limit says how it is enforced or why not: %+v", x)
+	}
+	if x.Processes.By != sys.Processes.By || x.Memory.By != sys.Memory.By {
+		t.Errorf("report %+v, system %+v", x, sys)
 	}
 }
 

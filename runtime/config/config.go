@@ -63,6 +63,9 @@ const (
 	DefaultExecTimeout     = 2 * time.Minute  // grants.exec.timeout
 	DefaultExecMaxTimeout  = 10 * time.Minute // grants.exec.max_timeout
 	DefaultExecOutputBytes = ByteSize(30000)  // grants.exec.output_bytes, per stream
+	DefaultExecProcesses   = 512              // grants.exec.max_processes, all commands of a plugin in a session
+	DefaultExecMemory      = 1 * GiB          // grants.exec.memory, all commands of a plugin in a session
+	DefaultExecFileBytes   = 1 * GiB          // grants.exec.file_bytes, per file a command writes
 	DefaultResponseBytes   = 5 * MiB          // grants.net.response_bytes
 	DefaultMemory          = 128 * MiB        // grants.limits.memory
 	DefaultCallTimeout     = 30 * time.Second // grants.limits.call_timeout
@@ -73,6 +76,10 @@ const (
 const (
 	MaxDuration    = 24 * time.Hour // any timeout
 	MaxOutputBytes = 64 * MiB       // grants.exec.output_bytes
+	MaxProcesses   = 65536          // grants.exec.max_processes
+	MinExecMemory  = 4 * MiB        // grants.exec.memory (less cannot start a shell)
+	MaxExecMemory  = 1 << 50        // grants.exec.memory (1 PiB: "as much as the machine has")
+	MaxFileBytes   = 1 << 50        // grants.exec.file_bytes
 	MaxResponse    = 1 * GiB        // grants.net.response_bytes
 	MaxMemory      = 4 * GiB        // grants.limits.memory (the wasm32 maximum)
 	WasmPageSize   = 64 * KiB
@@ -160,6 +167,17 @@ type ExecGrant struct {
 	// Env adds to DefaultExecEnv: NAME passes the host's value (when set),
 	// NAME=VALUE sets a fixed value. Nothing else reaches commands.
 	Env []string `yaml:"env,omitempty"`
+	// MaxProcesses bounds the processes and threads alive at once, for
+	// all the plugin's commands in one session together (a cgroup pids
+	// limit); a fork past it fails with EAGAIN.
+	MaxProcesses int `yaml:"max_processes,omitempty"`
+	// Memory bounds the memory of all the plugin's commands in one
+	// session together (a cgroup memory limit); past it the kernel's OOM
+	// killer kills one of them, reported as out_of_memory.
+	Memory ByteSize `yaml:"memory,omitempty"`
+	// FileBytes is the largest file a command may write or truncate to
+	// (RLIMIT_FSIZE); past it the write fails with EFBIG.
+	FileBytes ByteSize `yaml:"file_bytes,omitempty"`
 	// Sandbox runs commands inside bubblewrap: the filesystem read-only
 	// except rw fs grants, private /tmp, no network unless net is granted.
 	// Without it, commands run with the agent's own file and network rights
@@ -232,6 +250,15 @@ func (e *Entry) ApplyDefaults() {
 	}
 	if g.Exec.OutputBytes == 0 {
 		g.Exec.OutputBytes = DefaultExecOutputBytes
+	}
+	if g.Exec.MaxProcesses == 0 {
+		g.Exec.MaxProcesses = DefaultExecProcesses
+	}
+	if g.Exec.Memory == 0 {
+		g.Exec.Memory = DefaultExecMemory
+	}
+	if g.Exec.FileBytes == 0 {
+		g.Exec.FileBytes = DefaultExecFileBytes
 	}
 	if g.Net.ResponseBytes == 0 {
 		g.Net.ResponseBytes = DefaultResponseBytes

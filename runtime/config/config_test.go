@@ -36,6 +36,9 @@ grants:
     output_bytes: 64KiB
     env: [GOPATH, CI=1]
     sandbox: true
+    max_processes: 100
+    memory: 256MiB
+    file_bytes: 2GiB
   net:
     allowed_hosts: [api.github.com, "*.githubusercontent.com", "localhost:8080"]
     response_bytes: 1MiB
@@ -67,6 +70,7 @@ grants:
 			Exec: ExecGrant{
 				Allowed: true, Timeout: 30 * time.Second, MaxTimeout: 5 * time.Minute,
 				OutputBytes: 64 * KiB, Env: []string{"GOPATH", "CI=1"}, Sandbox: true,
+				MaxProcesses: 100, Memory: 256 * MiB, FileBytes: 2 * GiB,
 			},
 			Net: NetGrant{
 				AllowedHosts:  []string{"api.github.com", "*.githubusercontent.com", "localhost:8080"},

@@ -377,6 +377,20 @@ func (d *decoder) size(n *yaml.Node, field string, lo, hi ByteSize) ByteSize {
 	return v
 }
 
+// count decodes an integer in [lo, hi].
+func (d *decoder) count(n *yaml.Node, field string, lo, hi int) int {
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.fail(n, field, "want a whole number, got %s", describeOrNothing(n))
+		return 0
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || v < lo || v > hi {
+		d.fail(n, field, "%s: want a whole number from %d to %d", n.Value, lo, hi)
+		return 0
+	}
+	return v
+}
+
 // list walks a sequence (null is an empty list).
 func (d *decoder) list(n *yaml.Node, field string, each func(item *yaml.Node, field string)) {
 	if isNull(n) {
@@ -533,6 +547,11 @@ func (d *decoder) exec(n *yaml.Node, field string) ExecGrant {
 		},
 		"env":     func(v *yaml.Node, f string) { g.Env = d.strings(v, f, checkExecEnv) },
 		"sandbox": func(v *yaml.Node, f string) { g.Sandbox = d.boolean(v, f) },
+		"max_processes": func(v *yaml.Node, f string) {
+			g.MaxProcesses = d.count(v, f, 1, MaxProcesses)
+		},
+		"memory":     func(v *yaml.Node, f string) { g.Memory = d.size(v, f, MinExecMemory, MaxExecMemory) },
+		"file_bytes": func(v *yaml.Node, f string) { g.FileBytes = d.size(v, f, 1, MaxFileBytes) },
 	})
 	return g
 }

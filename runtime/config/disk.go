@@ -2,9 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strconv"
-
-	"gopkg.in/yaml.v3"
 )
 
 // The per-plugin disk quota of its fs grants (grants.limits.disk_bytes and
@@ -36,22 +33,4 @@ func checkCount(v, lo, hi int) string {
 		return fmt.Sprintf("%d is outside [%d, %d]", v, lo, hi)
 	}
 	return ""
-}
-
-// count decodes a whole number in [lo, hi].
-func (d *decoder) count(n *yaml.Node, field string, lo, hi int) int {
-	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		d.fail(n, field, "want a whole number")
-		return 0
-	}
-	v, err := strconv.Atoi(n.Value)
-	if err != nil {
-		d.fail(n, field, "want a whole number: %v", err)
-		return 0
-	}
-	if msg := checkCount(v, lo, hi); msg != "" {
-		d.fail(n, field, "%s", msg)
-		return 0
-	}
-	return v
 }

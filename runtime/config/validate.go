@@ -73,6 +73,7 @@ func (e Entry) Validate() error {
 		v, hi ByteSize
 	}{
 		{"grants.exec.output_bytes", g.Exec.OutputBytes, MaxOutputBytes},
+		{"grants.exec.file_bytes", g.Exec.FileBytes, MaxFileBytes},
 		{"grants.net.response_bytes", g.Net.ResponseBytes, MaxResponse},
 		{"grants.limits.memory", g.Limits.Memory, MaxMemory},
 		{"grants.limits.disk_bytes", g.Limits.DiskBytes, MaxDiskBytes},
@@ -88,6 +89,14 @@ func (e Entry) Validate() error {
 		if msg := checkCount(g.Limits.DiskFiles, 1, MaxDiskFiles); msg != "" {
 			bad("grants.limits.disk_files", msg)
 		}
+	}
+	if g.Exec.Memory != 0 {
+		if msg := checkSize(g.Exec.Memory, MinExecMemory, MaxExecMemory); msg != "" {
+			bad("grants.exec.memory", msg)
+		}
+	}
+	if g.Exec.MaxProcesses < 0 || g.Exec.MaxProcesses > MaxProcesses {
+		bad("grants.exec.max_processes", fmt.Sprintf("%d: want a whole number from 1 to %d", g.Exec.MaxProcesses, MaxProcesses))
 	}
 	for i, v := range g.Exec.Env {
 		if msg := checkExecEnv(v); msg != "" {

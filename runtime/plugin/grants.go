@@ -175,7 +175,8 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly}
 	}
 	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
-		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0})
+		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,
+		Limits: execLimits(g.Exec)})
 	if err != nil {
 		return nil, hostfns.ErrInternal, err.Error()
 	}
@@ -184,6 +185,12 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 	}
 	p.execs[scope] = m
 	return m, 0, ""
+}
+
+// execLimits maps the exec grant's limits (zero: the defaults) onto
+// execjail's.
+func execLimits(e config.ExecGrant) execjail.Limits {
+	return execjail.Limits{Processes: e.MaxProcesses, Memory: int64(e.Memory), FileBytes: int64(e.FileBytes)}
 }
 
 func (p *Plugin) endExecScope(scope string) {
@@ -243,7 +250,7 @@ func toExecResult(r execjail.Result) hostfns.ExecResult {
 		return hostfns.ExecOutput{Data: head + tail, Truncated: true, OmittedAt: len(head), Omitted: o.Omitted, Total: o.Total}
 	}
 	return hostfns.ExecResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Canceled: r.Canceled,
-		Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
+		OutOfMemory: r.OutOfMemory, Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
 }
 
 func toExecStatus(s execjail.Status) hostfns.ExecStatus {
