@@ -418,6 +418,9 @@ func TestMCPHTTPRefusals(t *testing.T) {
 	if resp := post(init, nil, ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("no token: %s", resp.Status)
 	}
+	if resp := post(init, map[string]string{"Authorization": "Bearer tok-c"}, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %s", resp.Status)
+	}
 	if resp := post(init, map[string]string{"Authorization": "Bearer tok-a", "Origin": "http://evil.example"}, ""); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("foreign Origin: %s", resp.Status)
 	}

@@ -134,3 +134,32 @@ func TestPromptArguments(t *testing.T) {
 		t.Errorf("rendered = %q", got)
 	}
 }
+
+// The plugin's call timeout applies per call, and every failure is an
+// error result with its message, never a protocol error or a dead server.
+func TestCallFailuresAreErrorResults(t *testing.T) {
+	spec := kit(t, map[string]any{"tools": []string{"spin", "trap", "fail", "counter"}})
+	spec.Limits.CallTimeout = 300 * time.Millisecond
+	_, cs, _ := serve(t, spec, nil)
+	ctx := context.Background()
+	for name, want := range map[string]string{"spin": "budget", "trap": "trap", "fail": "the tool failed on purpose", "nope": "nope"} {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if name == "nope" {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("unknown tool: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		msg := r.Content[0].(*mcp.TextContent).Text
+		if !r.IsError || !strings.Contains(msg, want) {
+			t.Errorf("%s = isError %v %q, want an error result with %q", name, r.IsError, msg, want)
+		}
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "counter", Arguments: map[string]any{}})
+	if err != nil || r.IsError {
+		t.Fatalf("counter after the failures = %+v, %v", r, err)
+	}
+}
