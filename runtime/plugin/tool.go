@@ -31,16 +31,26 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 	ctx = WithAgent(ctx, facts)
 	var st hostfns.OutStatus
 	var out []byte
+	// A call that queued behind one whose failure discarded the instance
+	// never entered the guest: it runs once more, on a fresh instance.
+	retry := func(attempt int, err error) bool {
+		return errors.Is(err, errInstanceClosed) && attempt == 0 && ctx.Err() == nil
+	}
 	for attempt := 0; ; attempt++ {
 		in, err := p.instanceFor(ctx, facts)
 		if err != nil {
 			return ToolResult{}, err
 		}
+		if p.isExtism() {
+			res, err := p.callExtismTool(ctx, in, facts, name, args)
+			if retry(attempt, err) {
+				continue
+			}
+			return res, err
+		}
 		st, out, err = in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
 			[]byte(name), in.contextJSON(facts), args)
-		// A call that queued behind one whose failure discarded the
-		// instance never entered the guest: it runs on a fresh instance.
-		if errors.Is(err, errInstanceClosed) && attempt == 0 && ctx.Err() == nil {
+		if retry(attempt, err) {
 			continue
 		}
 		if err != nil {
