@@ -359,13 +359,41 @@ func TestMCPSessionsAreSeparateAgents(t *testing.T) {
 	e := newMCPEnv(t)
 	url := startHTTP(t, e, nil)
 	var sessions []*mcp.ClientSession
-	for range 2 {
-		cs, err := connectHTTP(t, url, "", &events{})
+	evs := []*events{{}, {}}
+	for i := range 2 {
+		cs, err := connectHTTP(t, url, "", evs[i])
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 			t.Fatal(err)
 		}
 		sessions = append(sessions, cs)
 	}
+	// A plugin's log during session 0's call goes to session 0 only.
+	if _, err := sessions[0].CallTool(context.Background(), &mcp.CallToolParams{Name: "echo",
+		Arguments: map[string]any{"text": "x"}, Meta: mcp.Meta{mcp.MetaKeyLogLevel: "debug"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs[0].mu.Lock()
+		n := len(evs[0].logs)
+		evs[0].mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("session 0 never got its call's log")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	evs[1].mu.Lock()
+	if len(evs[1].logs) != 0 {
+		t.Errorf("session 1 got session 0's logs: %+v", evs[1].logs[0])
+	}
+	evs[1].mu.Unlock()
 	// bash's background tasks are per agent: a task started in one
 	// session is unknown in the other.
 	r := call(t, sessions[0], "bash", map[string]any{"command": "sleep 30", "run_in_background": true})
