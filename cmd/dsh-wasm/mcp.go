@@ -45,7 +45,8 @@ Without --listen the server speaks on standard input and output, which
 carry protocol frames only; logs go to standard error and, during a call,
 to the calling client as notifications/message at the level it chose.
 
---listen ADDR serves streamable HTTP at ADDR (e.g. 127.0.0.1:8765).
+--listen ADDR serves streamable HTTP at ADDR (e.g. 127.0.0.1:8765; a
+bare port or ":PORT" binds loopback, every interface needs 0.0.0.0 or ::).
 Loopback addresses serve without a token; any other address needs bearer
 tokens in the environment variable --token-env names (default
 ` + defaultTokenEnv + `; comma-separated for several), which loopback then
@@ -67,6 +68,10 @@ deployment or the listener failed; 2 usage.`,
 				}
 			}
 			if listen != "" {
+				var err error
+				if listen, err = loopbackByDefault(listen); err != nil {
+					return err
+				}
 				if err := mcpserver.CheckListen(listen, tokens); err != nil {
 					return usagef("--listen %s: needs a bearer token in $%s: anyone who reaches a non-loopback port could run the deployment's tools", listen, tokenEnv)
 				}
@@ -116,6 +121,23 @@ deployment or the listener failed; 2 usage.`,
 	cmd.Flags().StringArrayVar(&allowOrigins, "allow-origin", nil, "a further `ORIGIN` (scheme://host:port) HTTP requests may come from")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write debug logs to standard error")
 	return cmd
+}
+
+// loopbackByDefault completes a listen address without a host (":8765",
+// "8765") to loopback: serving every interface must be asked for by
+// name (0.0.0.0, ::).
+func loopbackByDefault(addr string) (string, error) {
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", usagef("--listen %q: want HOST:PORT or PORT", addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // serveMCPHTTP listens on addr and serves until ctx ends. A line on

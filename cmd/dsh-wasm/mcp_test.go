@@ -470,6 +470,11 @@ func TestMCPHTTPRefusals(t *testing.T) {
 		t.Errorf("another token on the session: %s", resp.Status)
 	}
 
+	for in, want := range map[string]string{"8765": "127.0.0.1:8765", ":0": "127.0.0.1:0", "0.0.0.0:1": "0.0.0.0:1", "[::1]:2": "[::1]:2"} {
+		if got, err := loopbackByDefault(in); err != nil || got != want {
+			t.Errorf("--listen %s binds %s, %v; want %s", in, got, err, want)
+		}
+	}
 	code, _, errOut := runCLI(t, "", "mcp", "--config", e.config, "--listen", "0.0.0.0:0", "--token-env", "DSH_WASM_TEST_NO_SUCH_VAR")
 	if code != 2 || !strings.Contains(errOut, "needs a bearer token in $DSH_WASM_TEST_NO_SUCH_VAR") {
 		t.Errorf("non-loopback without a token: exit %d, %q", code, errOut)
