@@ -39,6 +39,10 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 }
 
+// maxBody bounds one HTTP request body: a tool call's arguments, such as
+// a file's whole new content.
+const maxBody = 32 << 20
+
 // IsLoopback reports whether host (a name or an IP, no port) is a
 // loopback host.
 func IsLoopback(host string) bool {
@@ -82,7 +86,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		timeout = 30 * time.Minute
 	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{SessionTimeout: timeout, Logger: s.log})
+		&mcp.StreamableHTTPOptions{SessionTimeout: timeout, Logger: s.log, MaxRequestBodyBytes: maxBody})
 	if len(opts.Tokens) > 0 {
 		h = auth.RequireBearerToken(verifier(opts.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}

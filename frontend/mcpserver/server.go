@@ -71,7 +71,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.Version = "dev"
 	}
 	s := &Server{d: opts.Deployment, opts: opts, log: opts.Logger,
-		agents: map[*mcp.ServerSession]*agent{}, ended: map[*mcp.ServerSession]bool{}}
+		agents: map[*mcp.ServerSession]*agent{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -120,14 +120,15 @@ func (s *Server) Close(ctx context.Context) {
 }
 
 // agentFor returns the session's agent, made at its first use; its
-// instances are released when the session ends.
+// instances are released when the session ends (a request racing the end
+// makes an agent that is released at once, since Wait has returned).
 func (s *Server) agentFor(ss *mcp.ServerSession) (*agent, error) {
 	if ss == nil {
 		return nil, errors.New("mcpserver: a request without a session")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.ended[ss] {
+	if s.closed {
 		return nil, deploy.ErrClosed
 	}
 	if a := s.agents[ss]; a != nil {
@@ -142,8 +143,9 @@ func (s *Server) agentFor(ss *mcp.ServerSession) (*agent, error) {
 	go func() {
 		_ = ss.Wait()
 		s.mu.Lock()
-		delete(s.agents, ss)
-		s.ended[ss] = true
+		if s.agents[ss] == a {
+			delete(s.agents, ss)
+		}
 		s.mu.Unlock()
 		a.Close(context.Background())
 	}()
