@@ -480,3 +480,19 @@ func TestMCPHTTPRefusals(t *testing.T) {
 		t.Errorf("non-loopback without a token: exit %d, %q", code, errOut)
 	}
 }
+
+func TestMCPUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp"}, "--config FILE is required"},
+		{[]string{"mcp", "--config", "x.yml", "--listen", "a:b:c"}, `--listen "a:b:c": want HOST:PORT or PORT`},
+		{[]string{"mcp", "--config", "x.yml", "extra"}, "extra"},
+	} {
+		code, out, errOut := runCLI(t, "", c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}
