@@ -54,6 +54,17 @@ import (
 // benchText is the 1 KiB the echo tools decode and return.
 var benchText = strings.Repeat("abcdefghijklmnopqrstuvwxyz012345", 32)
 
+// benchEscaped is 1 KiB as well, with every sixteenth byte a quote or a
+// newline: 64 characters that JSON must escape, as in source code or
+// command output a model passes to a tool.
+var benchEscaped = func() string {
+	b := []byte(benchText)
+	for i := 15; i < len(b); i += 16 {
+		b[i] = "\"\n"[(i/16)%2]
+	}
+	return string(b)
+}()
+
 // Each ToolCall sub-benchmark times calls one by one after its loop, for
 // the p50-ns and p99-ns metrics: up to latencySamples calls, or as many as
 // fit in latencyBudget but at least minLatencySamples.
@@ -149,6 +160,49 @@ func BenchmarkToolCall(b *testing.B) {
 	args, err := json.Marshal(map[string]string{"text": benchText})
 	if err != nil {
 		b.Fatal(err)
+	}
+
+	escapedArgs, err := json.Marshal(map[string]string{"text": benchEscaped})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := len(escapedArgs) - len(args); n != 64 {
+		b.Fatalf("escaped arguments carry %d escapes, want 64", n)
+	}
+	// The -escaped variants decode the same 1 KiB with 64 escapes in it:
+	// the decoder copies the runs between escapes in bulk, so they should
+	// cost little more than the plain ones.
+	for _, v := range []struct{ name, source, tool string }{{"echo-1KiB-escaped", "go", "echo_args"}, {"echo-1KiB-c-escaped", "c", "echo_c"}} {
+		b.Run("dsh/"+v.name, func(b *testing.B) {
+			var asked atomic.Int64
+			var h *Host
+			if v.source == "c" {
+				h, _ = benchHostWith(b, &asked, Spec{Name: "c", Source: cGuest(b)})
+			} else {
+				h, _ = benchHost(b, &asked, false)
+			}
+			facts := agent("bench", "m")
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			call := func() error {
+				r, err := h.CallTool(ctx, facts, v.tool, escapedArgs)
+				if err != nil {
+					return err
+				}
+				if r.IsError || len(r.Text) != len(benchEscaped) {
+					return fmt.Errorf("%s returned %d bytes (error %v)", v.tool, len(r.Text), r.IsError)
+				}
+				return nil
+			}
+			r, err := h.CallTool(ctx, facts, v.tool, escapedArgs)
+			if err != nil || r.Text != benchEscaped {
+				b.Fatalf("%s: %q, %v", v.tool, r.Text, err)
+			}
+			before := asked.Load()
+			loop(b, call)
+			checkAsked(b, &asked, before)
+			reportLatency(b, call)
+		})
 	}
 
 	for _, fallback := range []bool{false, true} {
