@@ -92,7 +92,7 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 	p.contrib = newContrib(p)
 	if spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, err := interrupt.Instrument(b); err == nil {
+	} else if ib, err := h.cache.instrument(digest, b); err == nil {
 		b, p.interruptible = ib, true
 	} else if errors.Is(err, interrupt.ErrUnsupported) {
 		p.log.Warn("cannot instrument the module for interruption; falling back to wazero's slower per-call checks", "err", err)
