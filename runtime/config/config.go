@@ -176,6 +176,11 @@ type Limits struct {
 	Memory      ByteSize      `yaml:"memory,omitempty"`
 	CallTimeout time.Duration `yaml:"call_timeout,omitempty"`
 	InitTimeout time.Duration `yaml:"init_timeout,omitempty"`
+	// Snapshot false makes every instance of the plugin initialise itself
+	// instead of starting from an image of a freshly initialised one (see
+	// docs/SECURITY.md: instances from one image share the random seeds
+	// drawn during initialisation). Unset means true.
+	Snapshot *bool `yaml:"snapshot,omitempty"`
 }
 
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up

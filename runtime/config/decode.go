@@ -550,6 +550,10 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"memory":       func(v *yaml.Node, f string) { l.Memory = d.size(v, f, 1, MaxMemory) },
 		"call_timeout": func(v *yaml.Node, f string) { l.CallTimeout = d.duration(v, f) },
 		"init_timeout": func(v *yaml.Node, f string) { l.InitTimeout = d.duration(v, f) },
+		"snapshot": func(v *yaml.Node, f string) {
+			b := d.boolean(v, f)
+			l.Snapshot = &b
+		},
 	})
 	return l
 }

@@ -50,6 +50,23 @@ type instance struct {
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
 	flag api.MutableGlobal // the interrupt flag; nil if not instrumented
+	// memg is the memory when it lives outside the Go heap: guest code may
+	// run only between enterMem and leaveMem. fromImage: the instance
+	// started from an image instead of running its initialiser.
+	memg      memGuard
+	fromImage bool
+}
+
+func (in *instance) enterMem() {
+	if in.memg != nil {
+		in.memg.enter()
+	}
+}
+
+func (in *instance) leaveMem() {
+	if in.memg != nil {
+		in.memg.leave()
+	}
 }
 
 // callState is what host functions know about the call in progress.
@@ -98,9 +115,11 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		WithRandSource(rand.Reader).
 		WithStdout(lw).
 		WithStderr(lw)
+	var envList []string
 	for _, name := range p.spec.Env {
 		if v, ok := os.LookupEnv(name); ok {
 			cfg = cfg.WithEnv(name, v)
+			envList = append(envList, name+"="+v)
 		}
 	}
 	jail, err := p.jailFor(facts)
@@ -112,7 +131,22 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if p.spec.ModuleConfig != nil {
 		cfg = p.spec.ModuleConfig(cfg)
 	}
-	mod, err := p.rt.InstantiateModule(ctx, p.module, cfg)
+	// Instrumented modules get memory outside the Go heap that grows in
+	// place, and start from an image when there is one for this
+	// environment (image.go). The fallback's wazero may close a module
+	// from its own goroutine mid-call, so it keeps wazero's memory.
+	var alloc allocation
+	var img *image
+	env := ""
+	ictx := ctx
+	if p.interruptible {
+		if p.snapshots {
+			env = p.environment(jail, envList)
+			img = p.imageFor(env)
+		}
+		ictx = instantiateContext(ctx, img, &alloc)
+	}
+	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
 	if err != nil {
 		lw.Close()
 		if jail != nil {
@@ -121,7 +155,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -139,12 +173,35 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
-	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
-		in.guard.disarm()
-		if err != nil {
+	if alloc.imaged {
+		if err := img.restore(mod, p.snapGlobals); err != nil {
 			in.close(ctx)
-			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: in.guard.why(err)}
+			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("from image: %w", err)}
+		}
+		in.fromImage = true
+	} else {
+		// A fresh instance: the data segments (made passive by
+		// PrepareSnapshot), then the reactor's initialiser.
+		init := []string{hostfns.ExportInitialize}
+		if p.prepared {
+			init = []string{interrupt.DataExport, hostfns.ExportInitialize}
+		}
+		for _, name := range init {
+			f := mod.ExportedFunction(name)
+			if f == nil {
+				continue
+			}
+			in.enterMem()
+			_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+			in.guard.disarm()
+			in.leaveMem()
+			if err != nil {
+				in.close(ctx)
+				return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
+			}
+		}
+		if p.snapshots && alloc.guard != nil {
+			p.capture(mod, env)
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
@@ -173,8 +230,10 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
+	in.enterMem()
 	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout))
 	in.guard.disarm()
+	in.leaveMem()
 	if err != nil {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.why(err)}
 	}
@@ -238,6 +297,8 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	in.cur = cs
 	in.pending = nil
 	defer func() { in.cur, in.pending = nil, nil }()
+	in.enterMem()
+	defer in.leaveMem()
 
 	fail := func(err error) (hostfns.OutStatus, []byte, error) {
 		in.closeLocked(ctx)

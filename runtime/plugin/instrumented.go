@@ -28,18 +28,19 @@ const instrumentedMagic = "dsh-instrumented-v1\n"
 // modules, and the same ones again and again (reloads, new hosts in tests).
 var memInstrumented sync.Map
 
-// instrument returns the module rewritten for interruption, from the cache
-// when it has it. digest is the sha256 of b, in hex.
+// instrument returns the module rewritten for interruption, and for
+// instance images where it can be (interrupt.PrepareSnapshot), from the
+// cache when it has it. digest is the sha256 of b, in hex.
 func (c *Cache) instrument(digest string, b []byte) ([]byte, error) {
-	key := digest + "-" + interrupt.Version
+	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
 	if c == nil || c.c == nil {
-		return interrupt.Instrument(b)
+		return rewrite(b)
 	}
 	if c.dir == "" {
 		if v, ok := memInstrumented.Load(key); ok {
 			return v.([]byte), nil
 		}
-		ib, err := interrupt.Instrument(b)
+		ib, err := rewrite(b)
 		if err == nil {
 			memInstrumented.Store(key, ib)
 		}
@@ -49,7 +50,7 @@ func (c *Cache) instrument(digest string, b []byte) ([]byte, error) {
 	if ib, ok := readInstrumented(path); ok {
 		return ib, nil
 	}
-	ib, err := interrupt.Instrument(b)
+	ib, err := rewrite(b)
 	if err != nil {
 		return nil, err
 	}
@@ -91,4 +92,12 @@ func writeInstrumented(path string, body []byte) {
 	if err := os.Rename(f.Name(), path); err != nil {
 		os.Remove(f.Name())
 	}
+}
+
+// rewrite prepares b for images when it can, then instruments it.
+func rewrite(b []byte) ([]byte, error) {
+	if pb, _, err := interrupt.PrepareSnapshot(b); err == nil {
+		b = pb
+	}
+	return interrupt.Instrument(b)
 }

@@ -32,7 +32,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	entry := filepath.Join(dir, "instrumented", digest+"-"+interrupt.Version+".wasm")
+	entry := filepath.Join(dir, "instrumented", digest+"-"+interrupt.Version+"-"+interrupt.SnapshotVersion+".wasm")
 
 	load := func() *Plugin {
 		t.Helper()
@@ -52,7 +52,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	}
 
 	load()
-	want, err := interrupt.Instrument(src)
+	want, err := rewrite(src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,11 @@ type Plugin struct {
 	exports map[string]bool
 	// interruptible: the module was instrumented with an interrupt flag.
 	interruptible bool
+	// prepared: the module was prepared for images (interrupt.PrepareSnapshot);
+	// snapshots: images are captured and used (prepared, and not opted out).
+	prepared, snapshots bool
+	snapGlobals         []string
+	images              imageSet
 	// byModule maps each open instance's module to the instance, for
 	// host functions, which are told the calling module.
 	byModule sync.Map
@@ -94,6 +99,8 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		// wazero's own termination checks, below.
 	} else if ib, err := h.cache.instrument(digest, b); err == nil {
 		b, p.interruptible = ib, true
+		p.snapGlobals, p.prepared = interrupt.SnapshotExports(b)
+		p.snapshots = p.prepared && !p.limits.NoSnapshot
 	} else if errors.Is(err, interrupt.ErrUnsupported) {
 		p.log.Warn("cannot instrument the module for interruption; falling back to wazero's slower per-call checks", "err", err)
 	}
@@ -313,6 +320,7 @@ func (p *Plugin) close(ctx context.Context) {
 	if err := p.rt.Close(ctx); err != nil {
 		p.log.Warn("close runtime", "err", err)
 	}
+	p.closeImages()
 }
 
 func (p *Plugin) endAgent(ctx context.Context, agentID string) {
