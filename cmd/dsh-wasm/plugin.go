@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -26,6 +27,8 @@ to a .wasm file or builtin:NAME for a plugin compiled into dsh-wasm (` + builtin
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newPluginInspectCmd(s))
+	cmd.AddCommand(newPluginCallCmd(s))
+	cmd.AddCommand(newPluginNewCmd(s))
 	return cmd
 }
 
@@ -39,7 +42,7 @@ func builtinList() string {
 
 func newPluginInspectCmd(s streams) *cobra.Command {
 	var configs []string
-	var verbose bool
+	var verbose, render bool
 	cmd := &cobra.Command{
 		Use:   "inspect [--config KEY=VALUE]... SOURCE",
 		Short: "Load a plugin in a throw-away host and print what it contributes",
@@ -49,15 +52,36 @@ what it registered as JSON:
 
   name           the plugin's name, derived from SOURCE
   sha256         the module's digest, as a config entry's sha256 pin
-  abi            the dsh:host ABI version the plugin speaks
+  abi            the dsh:host ABI version the plugin speaks (0 for a
+                 community plugin)
+  plugin_abi     dsh, or the community ABI detected: hyper-mcp-v1,
+                 hyper-mcp-v2 or mcp-run
   sections       [{name, order, dynamic, text}] (text of static sections)
   variables      [name]
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  prompt_order   [lo, hi], the section orders its grants allow (default
+                 [1, 9223372036854775807]: after the persona)
+  events         the waterfalls its grants let it join (none by default)
+  dangling       [{section, owner, variable}]: references of its static
+                 sections that neither the harness nor the plugin provides;
+                 another plugin of the deployment must, or the deployment's
+                 load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
+The host registers the harness's sections and variables first, as a
+deployment does, so a plugin claiming one of their names is refused.
 Nothing is granted, and a plugin is never refused for its needs: they are
-reported under capabilities.
+reported under capabilities. Inspect also assembles the prompt once for an
+agent in the current directory, so a section or variable export that
+answers bad output (a wrong status byte, say) fails inspect; any other
+assembly failure is reported as assembly_error. --render adds
+variable_values (null when a variable has no value) and rendered_sections,
+the plugin's sections rendered strictly.
 
 --config KEY=VALUE sets one key of the plugin's config object. VALUE is
 taken as JSON when it is valid JSON (42, true, "x", [1], {"a":1}) and as a
@@ -82,7 +106,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			report, err := inspectPlugin(ctx, s.g, args[0], config, logger)
+			report, err := inspectPlugin(ctx, s.g, args[0], config, logger, render)
 			if err != nil {
 				return err
 			}
@@ -91,6 +115,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 	}
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's log to standard error")
+	cmd.Flags().BoolVar(&render, "render", false, "also print the variables' values and the plugin's rendered sections")
 	return cmd
 }
 
@@ -131,11 +156,20 @@ type inspectReport struct {
 	Name          string                     `json:"name"`
 	SHA256        string                     `json:"sha256"`
 	ABI           int                        `json:"abi"`
+	PluginABI     string                     `json:"plugin_abi"`
 	Sections      []inspectSection           `json:"sections"`
 	Variables     []string                   `json:"variables"`
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	PromptOrder   [2]int                     `json:"prompt_order"`
+	Events        []string                   `json:"events"`
+	Dangling      []prompt.Dangling          `json:"dangling"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec          execjail.Enforcement `json:"exec"`
+	AssemblyError string               `json:"assembly_error,omitempty"`
+	*renderReport
 }
 
 type inspectSection struct {
@@ -154,16 +188,13 @@ type inspectTool struct {
 // inspectPlugin loads source in a host of its own, which grants nothing
 // and is closed before returning, compiling through the cache the global
 // flags choose.
-func inspectPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, logger *slog.Logger) (_ *inspectReport, err error) {
-	cache := g.openCache(logger)
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(logger), Logger: logger, Builtins: guests.FS, Cache: cache})
+func inspectPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
+	h, closeHost, err := cliHost(ctx, g, logger)
 	if err != nil {
-		cache.Close(ctx)
-		return nil, fmt.Errorf("start plugin host: %w", err)
+		return nil, err
 	}
 	defer func() {
-		bg := context.WithoutCancel(ctx)
-		if cerr := errors.Join(h.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
+		if cerr := closeHost(); cerr != nil && err == nil {
 			err = fmt.Errorf("close plugin host: %w", cerr)
 		}
 	}()
@@ -171,16 +202,45 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 	if err != nil {
 		return nil, err
 	}
+	r := reportOf(p)
+	rr, err := renderPlugin(ctx, h, p)
+	switch {
+	case errors.Is(err, plugin.ErrBadOutput):
+		return nil, err
+	case err != nil:
+		r.AssemblyError = err.Error()
+	case render:
+		r.renderReport = rr
+	}
+	return r, nil
+}
+
+// reportOf describes a loaded plugin.
+func reportOf(p *plugin.Plugin) *inspectReport {
 	c := p.Contribution()
+	lo, hi := p.PromptOrder()
 	r := &inspectReport{
 		Name:          p.Name(),
 		SHA256:        "sha256:" + p.Digest(),
-		ABI:           hostfns.ABIVersion, // Load refuses any other version
+		PluginABI:     p.ABI(),
 		Sections:      make([]inspectSection, 0, len(c.Sections)),
 		Variables:     c.Variables,
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		PromptOrder:   [2]int{lo, hi},
+		Events:        p.GrantedEvents(),
+		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
+	}
+	if p.ABI() == plugin.ABIDsh {
+		r.ABI = hostfns.ABIVersion // Load refuses any other version
+	}
+	if r.Events == nil {
+		r.Events = []string{}
+	}
+	if r.Dangling == nil {
+		r.Dangling = []prompt.Dangling{}
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
@@ -188,7 +248,7 @@ func inspectPlugin(ctx context.Context, g *globals, source string, config json.R
 	for _, t := range c.Tools {
 		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	return r, nil
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -49,26 +49,26 @@ type ContinueFunc func(StepResult) bool
 // while the model calls tools, so that it sees their results.
 func ContinueWhileToolCalls(s StepResult) bool { return len(s.ToolCalls) > 0 }
 
-// DefaultMaxSteps bounds the steps of one turn when Options.MaxSteps is 0.
-const DefaultMaxSteps = 100
-
 // Options configure an agent. Session, Provider, Registry and Tools are
 // required.
 type Options struct {
 	// ID identifies the agent to plugins and in events; empty uses the
 	// session's id.
 	ID string
-	// Model is sent with every request and is the {{model}} variable.
-	// Empty leaves the model to the provider's default, or to an
-	// agent/request listener that supplies it (a plugin doing so states
-	// it on the system-prompt/assemble waterfall too, for {{model}}).
+	// Model is sent with every request and is the {{model}} variable
+	// (the deployment's "model" key). Empty leaves it to an agent/request
+	// listener that supplies it (a plugin doing so states it on the
+	// system-prompt/assemble waterfall too, for {{model}}); when none
+	// does, the turn fails with ErrNoModel.
 	Model string
 	// Depth is 0 for a top-level agent and one more for each subagent
 	// level; Parent is the parent agent's id.
 	Depth  int
 	Parent string
-	// MaxSteps bounds the steps of one turn; 0 means DefaultMaxSteps. A
-	// turn that reaches it ends "max-tokens" with reason "max-steps".
+	// MaxSteps caps the steps of one turn; 0, the default, means no cap,
+	// as in the reference harness. A turn that reaches the cap ends
+	// "max-tokens" (the reference's kind for a cut-short turn), with
+	// ErrStepCap in its result.
 	MaxSteps int
 	// Continue decides whether a turn goes on after a step; nil means
 	// ContinueWhileToolCalls.
@@ -76,7 +76,9 @@ type Options struct {
 
 	// Session records the agent's events. Its header's cwd is the
 	// agent's working directory. The caller owns it: the agent flushes
-	// it at the end of each turn but never closes it.
+	// it (with fsync) once the user's message is recorded, once an
+	// assistant message is recorded (before its tools run), at each
+	// step end and at each turn end, but never closes it.
 	Session *session.Session
 	// Provider answers the model requests.
 	Provider model.Provider
@@ -182,9 +184,6 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	if a.maxSteps == 0 {
-		a.maxSteps = DefaultMaxSteps
-	}
 	if a.cont == nil {
 		a.cont = ContinueWhileToolCalls
 	}
@@ -263,21 +262,22 @@ func (a *Agent) Prompt(ctx context.Context, text string) (TurnResult, error) {
 
 // Cancel aborts the running turn, if any: its model stream and any tool
 // running stop, and the turn ends "aborted" with reason (e.g.
-// "session/cancel"). It reports whether a turn was running.
+// "session/cancel"). It returns true only if the turn will end "aborted":
+// once a turn's end is decided, Cancel returns false.
 func (a *Agent) Cancel(reason string) bool {
 	a.mu.Lock()
-	cancel := a.cancel
-	if cancel == nil && a.starting {
+	defer a.mu.Unlock()
+	switch {
+	case a.cancel != nil:
+		// Under mu, so that the turn cannot seal its end in between:
+		// see turnRun.seal.
+		a.cancel(&cancelCause{reason: reason})
+		return true
+	case a.starting:
 		a.pendingCancel = &cancelCause{reason: reason}
-		a.mu.Unlock()
 		return true
 	}
-	a.mu.Unlock()
-	if cancel == nil {
-		return false
-	}
-	cancel(&cancelCause{reason: reason})
-	return true
+	return false
 }
 
 // cancelCause is the cause of a turn context cancelled by Cancel.
@@ -306,7 +306,7 @@ func (a *Agent) Close(ctx context.Context) {
 	cancel := a.cancel
 	a.mu.Unlock()
 	if cancel != nil {
-		cancel(&cancelCause{reason: "agent closed"})
+		cancel(errDisposed)
 	}
 	a.turnMu.Lock() // wait for the running turn to end
 	a.turnMu.Unlock()
@@ -327,9 +327,10 @@ type TurnResult struct {
 	End session.EndReason
 	// Text is the text of the turn's last assistant message.
 	Text string
-	// Err is the failure behind an "error", "aborted" or "rejected" end:
-	// it wraps ErrPrompt, ErrModel, ErrListener, ErrRejected or
-	// ErrCancelled (or the caller's context error) with the cause.
+	// Err is the failure behind an "error", "aborted", "disposed" or
+	// step-cap "max-tokens" end: it wraps ErrPrompt, ErrModel,
+	// ErrListener, ErrNoModel, ErrCancelled, ErrClosed or ErrStepCap (or
+	// the caller's context error) with the cause.
 	Err error
 }
 
@@ -416,6 +417,10 @@ func (a *Agent) generate(ctx context.Context, req *model.Request, onChunk func(m
 	req, ok := out.(*model.Request)
 	if !ok || req == nil {
 		return nil, fmt.Errorf("%w: %s returned %T, not a request", ErrListener, events.EventAgentRequest, out)
+	}
+	if req.Model == "" {
+		return nil, fmt.Errorf("%w: agent %q has no model: set \"model\" in the deployment configuration or supply one through the %s waterfall",
+			ErrNoModel, a.facts.ID, events.EventAgentRequest)
 	}
 	acc = new(model.Accumulator)
 	defer func() {

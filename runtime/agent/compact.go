@@ -93,12 +93,16 @@ func (o CompactionOptions) Validate() error {
 // steps (an assistant message with the results of its tool calls, a user
 // message) up to RetainTokens, summarises the rest with one model request
 // through the agent's request path (the agent/request waterfall, then its
-// provider; Meta.Step is 0, as a compaction is no step), and records it
-// with session.Compact: compact/start, compact/summary, the summary as a
-// user message replacing what it summarises, compact/end.
+// provider; Meta.Purpose is model.PurposeCompaction and Meta.Step the step
+// it prepares, so a replay answers it from the recorded compact/summary),
+// and records it with session.Compact: compact/start, compact/summary,
+// the summary as a user message replacing what it summarises,
+// compact/end. It runs before step/start, so its events come before the
+// step they prepare.
 //
-// A compaction that fails fails the listener, which ends the turn
-// "error". The returned off unsubscribes.
+// A compaction that fails is logged as a warning and recorded as
+// compact/start and compact/end with the error; the step goes on with the
+// full history. The returned off unsubscribes.
 func AttachCompaction(bus *events.Bus, opts CompactionOptions) (off func(), err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -131,25 +135,52 @@ func (c *compactor) preStep(ctx context.Context, payload any) error {
 	}
 	msgs, err := session.Messages(flat)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCompaction, err)
+		a.log.Warn("agent: compaction failed; going on with the full history", "agent", p.Agent.ID, "err", err)
+		return nil
 	}
+	shadowedTokens := 0
+	for _, e := range replaced {
+		shadowedTokens += tokensOf(eventChars(e))
+	}
+	comp := session.Compaction{Turn: p.Turn, Start: replaced[0].Seq, End: replaced[len(replaced)-1].Seq,
+		ShadowedTokens: shadowedTokens}
 	summary, err := c.summarize(ctx, p, msgs)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return nil // the turn was cancelled: the loop ends it
+		}
+		// A failed compaction does not stop the step: the surface is
+		// unchanged, and the model gets the full history
+		// (compact/compact-basic, the agent/pre-step listener).
+		a.log.Warn("agent: compaction failed; going on with the full history", "agent", p.Agent.ID,
+			"turn", p.Turn, "step", p.Step, "err", err)
+		comp.Error = err.Error()
+		c.record(a, comp)
+		return nil
 	}
-	evs, err := a.sess.Compact(session.Compaction{Turn: p.Turn, Summary: summary,
-		Start: replaced[0].Seq, End: replaced[len(replaced)-1].Seq})
+	comp.Summary = summary
+	if !c.record(a, comp) {
+		return nil
+	}
+	a.log.Info("agent: compacted the conversation", "agent", p.Agent.ID, "turn", p.Turn, "step", p.Step,
+		"estimated_tokens", tokens, "replaced_messages", len(replaced), "kept_messages", len(surface)-cut)
+	return nil
+}
+
+// record writes a compaction, or its failure, to the session. A session
+// that cannot record it is logged; the step goes on either way.
+func (c *compactor) record(a *Agent, comp session.Compaction) bool {
+	evs, err := a.sess.Compact(comp)
 	for _, e := range evs {
 		if a.onEvent != nil {
 			a.onEvent(e)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%w: record: %w", ErrCompaction, err)
+		a.log.Warn("agent: compaction not recorded; going on with the full history", "agent", a.facts.ID, "err", err)
+		return false
 	}
-	a.log.Info("agent: compacted the conversation", "agent", p.Agent.ID, "turn", p.Turn, "step", p.Step,
-		"estimated_tokens", tokens, "replaced_messages", len(replaced), "kept_messages", len(surface)-cut)
-	return nil
+	return true
 }
 
 // estimate returns the prompt's size in tokens.
@@ -240,13 +271,14 @@ func (c *compactor) summarize(ctx context.Context, p *PreStep, msgs []model.Mess
 		Model:    p.Agent.Model,
 		System:   c.opts.Instructions,
 		Messages: []model.Message{{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: b.String()}}}},
-		Meta:     model.RequestMeta{SessionID: p.Agent.Session, ParentSessionID: a.parentID, Turn: p.Turn},
+		Meta: model.RequestMeta{SessionID: p.Agent.Session, ParentSessionID: a.parentID, Turn: p.Turn, Step: p.Step,
+			Purpose: model.PurposeCompaction},
 	}
 	acc, err := a.generate(ctx, req, nil)
 	if err != nil {
 		return "", fmt.Errorf("%w: summary request: %w", ErrCompaction, err)
 	}
-	if r, _ := acc.FinishReason(); r.Kind != model.FinishStop && r.Kind != model.FinishOther {
+	if r, _ := acc.FinishReason(); r.Kind != model.FinishStop {
 		return "", fmt.Errorf("%w: the summary finished %q", ErrCompaction, r.Kind)
 	}
 	summary := strings.TrimSpace(session.Parts(acc.Parts()).Text())

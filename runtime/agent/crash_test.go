@@ -3,94 +3,159 @@ package agent
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/crashtest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 const (
-	crashDirEnv = "DSH_AGENT_CRASH_DIR"
-	crashID     = "crash"
+	crashDirEnv  = "DSH_AGENT_CRASH_DIR"
+	crashTurnEnv = "DSH_AGENT_CRASH_TURN"
+	crashID      = "crash"
 )
 
-// TestCrashHelper is the process TestCrashMidTurn kills: it runs two
-// turns, then a third whose model stream hangs after its first text, and
-// calls crashtest.Ready once that text is recorded. It does nothing in a normal
-// run.
+// crashPrompts are the prompts of the helper's turns.
+var crashPrompts = []string{"one", "two", "three"}
+
+// TestCrashHelper is the process TestCrashMidTurn kills. It runs turns
+// until turn DSH_AGENT_CRASH_TURN, whose model calls the tool "touch";
+// the tool creates its file (its effect on the world), then calls
+// crashtest.Ready and never returns. Earlier turns complete, the first
+// with a tool call of its own. It does nothing in a normal run.
 func TestCrashHelper(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
 		t.Skip("helper process for TestCrashMidTurn")
+	}
+	killTurn, err := strconv.Atoi(os.Getenv(crashTurnEnv))
+	if err != nil || killTurn < 1 || killTurn > len(crashPrompts) {
+		t.Fatalf("%s=%q", crashTurnEnv, os.Getenv(crashTurnEnv))
 	}
 	store := session.NewStore(dir)
 	sess, err := store.Create(session.Header{ID: crashID, Cwd: "/crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.WithOverride([]replay.Entry{
-		{Kind: replay.KindChunks, Chunks: callAnswer(call{"c1", "echo", `{"text":"x"}`})},
-		{Kind: replay.KindChunks, Chunks: textAnswer("turn one")},
-		{Kind: replay.KindChunks, Chunks: textAnswer("turn two")},
-		{Kind: replay.KindHang},
-	}))
+	var entries []replay.Entry
+	for turn := 1; turn < killTurn; turn++ {
+		if turn == 1 {
+			entries = append(entries, replay.Entry{Kind: replay.KindChunks, Chunks: callAnswer(call{"c1", "echo", `{"text":"x"}`})})
+		}
+		entries = append(entries, replay.Entry{Kind: replay.KindChunks, Chunks: textAnswer("turn " + strconv.Itoa(turn))})
+	}
+	entries = append(entries, replay.Entry{Kind: replay.KindChunks,
+		Chunks: callAnswer(call{"k" + strconv.Itoa(killTurn), "touch", `{"file":"ran"}`})})
+	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.WithOverride(entries))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(context.Background(), Options{Session: sess, Provider: prov, Registry: newRegistry(t, testPersona, "echo"),
-		Bus: events.New(discard), Tools: echoTools(), Logger: discard,
-		OnEvent: func(e session.Event) {
-			if e.Type == session.TypeAssistantChunk && strings.Contains(string(e.Data), `"partial"`) {
-				crashtest.Ready()
-			}
-		}})
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+		if name != "touch" {
+			return plugin.ToolResult{Text: name + ": " + string(args)}, nil
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ran"), nil, 0o600); err != nil {
+			return plugin.ToolResult{}, err
+		}
+		crashtest.Ready()
+		select {} // killed here, after the tool's effect, before its result
+	}}
+	a, err := New(context.Background(), Options{Session: sess, Provider: prov, Model: testModel,
+		Registry: newRegistry(t, testPersona, "echo", "touch"), Bus: events.New(discard), Tools: tools, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"one", "two", "three"} {
+	for _, p := range crashPrompts[:killTurn] {
 		if _, err := a.Prompt(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Fatal("the third turn returned: not killed")
+	t.Fatal("the last turn returned: not killed")
 }
 
-// A process killed with SIGKILL in the middle of a turn leaves a session
-// that loads with every completed turn intact, and an agent on it goes on
-// with the next turn.
+// A process killed with SIGKILL while a tool call of turn N runs, after
+// the tool did its work, loses nothing the loop had recorded before the
+// call: on resume the session holds the turn's user message and its
+// assistant message, the call is answered with the reference's repair
+// result, the turn is closed interrupted, the next turn is N+1, and the
+// model's next request carries the lost turn's context.
 func TestCrashMidTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a subprocess")
 	}
-	dir := t.TempDir()
-	crashtest.KillWhenReady(t, "TestCrashHelper", crashDirEnv+"="+dir)
+	for _, killTurn := range []int{3, 1} {
+		t.Run("turn "+strconv.Itoa(killTurn), func(t *testing.T) {
+			dir := t.TempDir()
+			crashtest.KillWhenReady(t, "TestCrashHelper", crashDirEnv+"="+dir, crashTurnEnv+"="+strconv.Itoa(killTurn))
+			if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
+				t.Fatalf("the tool did not run before the kill: %v", err)
+			}
+			store := session.NewStore(dir)
+			sess, err := store.Open(crashID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			evs := sess.Events()
 
-	store := session.NewStore(dir)
-	sess, err := store.Open(crashID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	var ends []string
-	for _, e := range ofType[session.TurnEnd](t, sess.Events()) {
-		ends = append(ends, e.Reason.Kind)
-	}
-	if strings.Join(ends, ",") != "completed,completed" {
-		t.Fatalf("turn ends after the crash = %v (recovery: %v)", ends, sess.Recovery())
-	}
-	if n := len(ofType[session.ToolResult](t, sess.Events())); n != 1 {
-		t.Fatalf("%d tool results, want 1", n)
-	}
+			var ends []string
+			for _, e := range ofType[session.TurnEnd](t, evs) {
+				ends = append(ends, e.Reason.Kind)
+			}
+			want := slices.Repeat([]string{session.EndCompleted}, killTurn-1)
+			want = append(want, session.EndInterrupted)
+			if !slices.Equal(ends, want) {
+				t.Fatalf("turn ends after the crash = %v, want %v (recovery: %v)", ends, want, sess.Recovery())
+			}
+			var prompts []string
+			for _, m := range ofType[session.UserMessage](t, evs) {
+				prompts = append(prompts, m.Content.Text())
+			}
+			if !slices.Equal(prompts, crashPrompts[:killTurn]) {
+				t.Fatalf("user messages = %q, want %q", prompts, crashPrompts[:killTurn])
+			}
+			killed := "k" + strconv.Itoa(killTurn)
+			msgs := ofType[session.AssistantMessage](t, evs)
+			last := msgs[len(msgs)-1]
+			if last.Turn != killTurn || len(last.Content) != 1 || last.Content[0].ID != killed {
+				t.Fatalf("the killed turn's assistant message = %+v", last)
+			}
+			rs := ofType[session.ToolResult](t, evs)
+			repair := rs[len(rs)-1]
+			if repair.CallID != killed || !repair.IsError || repair.Error == nil || repair.Error.Code != "interrupted" ||
+				repair.Content.Text() != "Tool call interrupted by a crash; no result was recorded." {
+				t.Fatalf("the killed call's result = %+v", repair)
+			}
+			if got := types(evs[len(evs)-3:]); !slices.Equal(got, []string{"tool/result", "step/end", "turn/end"}) {
+				t.Fatalf("the repair wrote %v", got)
+			}
 
-	f := newFixture(t, Options{Session: sess, Provider: scripted(t, step(3, 1, textAnswer("after the crash")))})
-	res := f.prompt(t, "three again")
-	if res.Turn != 3 || res.Text != "after the crash" {
-		t.Fatalf("turn after the crash = %+v", res)
-	}
-	if msgs := f.prov.requests()[0].Messages; len(msgs) != 7 {
-		t.Fatalf("the turn after the crash sees %d messages, want 7", len(msgs))
+			next := killTurn + 1
+			f := newFixture(t, Options{Session: sess, Registry: newRegistry(t, testPersona, "echo", "touch"),
+				Provider: scripted(t, step(next, 1, textAnswer("after the crash")))})
+			res := f.prompt(t, "again")
+			if res.Turn != next || res.Text != "after the crash" {
+				t.Fatalf("turn after the crash = %+v", res)
+			}
+			// The lost turn's context, as the repair defines it: the
+			// prompt, the call, its interrupted result, then the new prompt.
+			reqMsgs := f.prov.requests()[0].Messages
+			tail := reqMsgs[len(reqMsgs)-4:]
+			if tail[0].Role != model.RoleUser || session.Parts(tail[0].Content).Text() != crashPrompts[killTurn-1] ||
+				tail[1].Role != model.RoleAssistant || tail[1].Content[0].ID != killed ||
+				tail[2].Role != model.RoleTool || tail[2].ToolCallID != killed || !tail[2].IsError ||
+				!strings.Contains(session.Parts(tail[2].Content).Text(), "interrupted by a crash") ||
+				session.Parts(tail[3].Content).Text() != "again" {
+				t.Fatalf("the next request ends with %+v", tail)
+			}
+		})
 	}
 }

@@ -7,32 +7,59 @@
 // RunTurn takes every queued user message, records turn/start and a
 // user/message for each, runs steps until the continuation decision
 // (Options.Continue; by default, while the model calls tools) says stop,
-// records turn/end and flushes the session. The end reason is one of
-// completed, aborted (Cancel, or the caller's context), error, max-tokens
-// (the model's token limit, or Options.MaxSteps) and rejected (a content
-// filter, or a listener returning ErrRejected); interrupted is written only
-// by crash recovery.
+// records turn/end and flushes the session. The end reasons are the
+// reference harness's, in its shapes: completed; aborted {reason} (Cancel,
+// or the caller's context); error {step, message, code?} with the
+// reference's codes (AUTH, RATE_LIMIT, INVALID_REQUEST, SERVER,
+// HTTP_<status>, CONTENT_FILTER, ABORTED, MALFORMED_RESPONSE; none for a
+// failure without a class, such as a render failure or a failing
+// listener); disposed (Close while the turn ran); max-tokens (an answer
+// hit the output-token ceiling, or the optional Options.MaxSteps cap);
+// interrupted, written only by crash recovery.
+//
+// Cancel returns true only if the turn will end aborted: a turn decides
+// its end under the lock Cancel takes, and from then on Cancel returns
+// false.
 //
 // # One step
 //
-// A step is one model request. Its data flows:
+// A step is one model request. Its prompt is built and agent/pre-step
+// runs before step/start is recorded, so a failure or a cancel there
+// records no step, and what pre-step listeners record (compaction) comes
+// before the step it prepares. Its data flows:
 //
-//	step/start
 //	Registry.Assemble({agent facts})   sections, variables, tools; system-prompt/assemble hooks
 //	prompt.Render                      the system prompt: there is no other way to one
 //	agent/pre-step (serial)            *PreStep{system, messages, tools}; compaction listens here
+//	step/start
 //	Session.Messages()                 the conversation, read again after pre-step
 //	model.Request                      {model, system, messages, tools, meta{session, turn, step}}
-//	agent/request (waterfall)          listeners may rewrite the request
+//	agent/request (waterfall)          listeners may rewrite the request; no model after it fails the turn
 //	Provider.Generate                  each chunk recorded as assistant/chunk
-//	assistant/message                  the accumulated answer and its usage
-//	for each tool call, one at a time:
+//	assistant/message                  the answer and its usage, flushed before any tool runs
+//	for each tool call, one at a time, while the turn is not cancelled:
 //	    tool/call
-//	    tool/pre-execute (waterfall)   listeners may rewrite or veto the call
+//	    tools/pre-execute (waterfall)  listeners may deny the call
 //	    ToolRunner.CallTool
-//	    tool/post-execute (waterfall)  listeners may rewrite the result
+//	    tools/post-execute (waterfall) listeners may rewrite the result
 //	    tool/result
-//	step/end
+//	step/end                           flushed
+//
+// An answer that finished with an error or aborted records no
+// assistant/message and ends the turn error. A truncated answer (finish
+// max-tokens) keeps its text, drops its tool calls and ends the turn
+// max-tokens. An answer with neither content nor usage records no
+// assistant/message.
+//
+// # Durability
+//
+// The session is flushed, with fsync, when the user's messages are
+// recorded, when an assistant message is recorded (before its tools run),
+// at each step end and at turn end. A crash can lose at most what was
+// recorded since the last of these: the chunks of a stream in progress,
+// and the tool/call and tool/result events of the calls of the current
+// step (a call that already ran is then answered by crash recovery with an
+// interrupted error result, though its effects on the world remain).
 //
 // The built-in variables model and cwd project the agent's facts (its
 // model, its session's cwd); register them once per registry with
@@ -51,26 +78,32 @@
 //	turn/start, turn/end    contained  *TurnEvent
 //	agent/pre-step          serial     *PreStep
 //	agent/request           waterfall  *model.Request
-//	tool/pre-execute        waterfall  *ToolExecution (Result nil)
-//	tool/post-execute       waterfall  *ToolExecution (Result set)
+//	tools/pre-execute       waterfall  *ToolExecution (Result nil; a listener may set Deny)
+//	tools/post-execute      waterfall  *ToolExecution (Result set)
+//
+// The tool events have the reference harness's names. A subscription to
+// their old names, tool/pre-execute and tool/post-execute, is refused with
+// an error naming the new one (events.ErrRenamedEvent).
 //
 // # Failures
 //
 // A tool call that fails in any way (the tool reports an error, the
-// arguments are not a JSON object, the model named a tool it was not
-// given, the plugin trapped or ran out of budget) is an error tool result
-// that goes back to the model, and the turn goes on. A failure of the
-// prompt, of an event listener or of the model ends the turn "error": the
-// step is closed with step/end, and turn/end carries the message. Cancel
+// arguments are not JSON, the model named a tool it was not given, the
+// plugin trapped or ran out of budget, a tools/pre-execute or
+// tools/post-execute listener failed) is an error tool result, "Error: "
+// and the message as the reference writes it, that goes back to the
+// model, and the turn goes on. JSON arguments that are not an object go
+// to the tool, which refuses them itself. A failure of the prompt, of
+// another event listener or of the model ends the turn "error". Cancel
 // stops the model stream and any running tool, and ends the turn
-// "aborted". A step whose stream did not complete records no
-// assistant/message (its chunks are recorded); tool calls that could not
-// run when a turn ended early get error results, so the conversation
-// stays valid for the next turn, which the agent accepts as usual.
+// "aborted": the running call records its result and the calls after it
+// record nothing, as in the reference.
 //
 // # Compaction
 //
 // AttachCompaction subscribes compaction to agent/pre-step: when the
 // prompt nears the configured context window, the older part of the
-// conversation is replaced by a model-written summary.
+// conversation is replaced by a model-written summary. A compaction that
+// fails is logged as a warning, and the step goes on with the full
+// history.
 package agent

@@ -1,6 +1,9 @@
 package agent
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by this package, wrapped with detail. Callers test with
 // errors.Is.
@@ -18,11 +21,6 @@ var (
 	// ErrCancelled is the cause of a turn ended by Agent.Cancel; a
 	// TurnResult's Err wraps it (with the reason given to Cancel).
 	ErrCancelled = errors.New("turn cancelled")
-	// ErrRejected, returned (wrapped) by an agent/pre-step or
-	// agent/request listener, ends the turn "rejected" instead of
-	// "error": a policy refused the request. A model answer stopped by a
-	// content filter ends the turn "rejected" too.
-	ErrRejected = errors.New("request rejected")
 	// ErrModel: the model call failed or its answer was unusable (an API
 	// error, a cut or malformed stream, an error finish).
 	ErrModel = errors.New("model call failed")
@@ -35,4 +33,13 @@ var (
 	ErrInvalidCompaction = errors.New("invalid compaction options")
 	// ErrCompaction: a compaction could not summarise the conversation.
 	ErrCompaction = errors.New("compaction failed")
+	// ErrNoModel: no model was configured, and no agent/request listener
+	// supplied one.
+	ErrNoModel = errors.New("no model")
+	// ErrStepCap: the turn reached Options.MaxSteps; it ends max-tokens.
+	ErrStepCap = errors.New("step cap reached")
 )
+
+// errDisposed is the cause of a turn cancelled by Close: it ends
+// "disposed".
+var errDisposed = fmt.Errorf("%w: the agent was closed", ErrClosed)

@@ -36,14 +36,17 @@ type PreStep struct {
 	agent *Agent // the emitting agent, for in-process listeners
 }
 
-// ToolExecution is the payload of tool/pre-execute and tool/post-execute.
+// ToolExecution is the payload of tools/pre-execute and
+// tools/post-execute.
 //
-// In tool/pre-execute Result is nil; a listener may rewrite Name and
-// Arguments (the call runs with what the last listener returns), or set
-// Result, which vetoes the call: it does not run and Result is what the
-// model gets. In tool/post-execute Result holds the outcome and a listener
-// may rewrite it. CallID, Turn and Step identify the call and are not read
-// back.
+// In tools/pre-execute Result is nil, and a listener may only deny the
+// call: it sets Deny to a reason, the call does not run, and the model
+// gets the error result "Error: <reason>". A listener that changes Name,
+// Arguments or CallID, or sets Result, fails, as does one that returns an
+// error: the call's result is then an error result naming the event, and
+// the turn goes on. In tools/post-execute Result holds the outcome and a
+// listener may rewrite it; its failure too replaces the result with an
+// error result. CallID, Turn and Step identify the call.
 type ToolExecution struct {
 	Agent     prompt.AgentFacts `json:"agent"`
 	Turn      int               `json:"turn"`
@@ -51,7 +54,10 @@ type ToolExecution struct {
 	CallID    string            `json:"callId"`
 	Name      string            `json:"name"`
 	Arguments string            `json:"arguments"`
-	Result    *ToolOutput       `json:"result,omitempty"`
+	// Deny, set by a tools/pre-execute listener, refuses the call with
+	// this reason.
+	Deny   string      `json:"deny,omitempty"`
+	Result *ToolOutput `json:"result,omitempty"`
 }
 
 // ToolOutput is what a tool call gives back to the model.

@@ -140,6 +140,12 @@ func echoTools() *fakeTools {
 
 const testPersona = "You are a test agent."
 
+// testModel is the model newFixture gives an agent without one.
+const testModel = "test-model"
+
+// noModel, set by a test, keeps newFixture from giving a model.
+var noModel bool
+
 // newRegistry returns a registry with the built-in variables, the harness
 // sections and the named tools.
 func newRegistry(t testing.TB, persona string, tools ...string) *prompt.Registry {
@@ -203,6 +209,9 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	}
 	if opts.Logger == nil {
 		opts.Logger = discard
+	}
+	if opts.Model == "" && !noModel {
+		opts.Model = testModel
 	}
 	f.prov = &recorder{inner: opts.Provider}
 	opts.Provider = f.prov

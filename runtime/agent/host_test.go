@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -40,9 +43,20 @@ func TestRenderFailureMidConversation(t *testing.T) {
 	}, plugin.Limits{})
 
 	res := f.prompt(t, "two")
-	if res.End.Kind != session.EndError || res.End.Reason != ReasonPrompt || !errors.Is(res.Err, ErrPrompt) ||
-		!errors.Is(res.Err, prompt.ErrNoValue) || !strings.Contains(res.End.Message, "workspace:cwd") {
+	if res.End.Kind != session.EndError || res.End.Step != 1 || res.End.Code != "" || !errors.Is(res.Err, ErrPrompt) ||
+		!errors.Is(res.Err, prompt.ErrNoValue) || !strings.Contains(res.End.Message, "workspace:cwd") || res.Steps != 0 {
 		t.Fatalf("turn 2 = %+v", res)
+	}
+	// The failed render records no step: turn 2 is its start, its
+	// message and its end (before: an empty step/start, step/end pair).
+	var turn2 []string
+	for _, e := range sess.Events() {
+		if e.Type == session.TypeTurnStart && strings.Contains(string(e.Data), `"turn":2`) || len(turn2) > 0 && len(turn2) < 3 {
+			turn2 = append(turn2, e.Type)
+		}
+	}
+	if strings.Join(turn2, ",") != "turn/start,user/message,turn/end" {
+		t.Fatalf("turn 2 recorded %v", turn2)
 	}
 	if n := len(f.prov.requests()); n != 1 {
 		t.Fatalf("the model was asked %d times, want once (turn 1)", n)
@@ -120,9 +134,14 @@ func TestCancelRunningTool(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("cancel took %v", d)
 	}
+	// The running call records its result; the call after it records
+	// nothing, as in the reference.
 	rs := ofType[session.ToolResult](t, f.sess.Events())
-	if len(rs) != 2 || rs[0].Error.Code != CodeAborted || rs[1].Error.Code != CodeNotRun {
+	if len(rs) != 1 || rs[0].CallID != "s" || rs[0].Error == nil || rs[0].Error.Code != CodeAborted {
 		t.Fatalf("results = %+v", rs)
+	}
+	if cs := ofType[session.ToolCall](t, f.sess.Events()); len(cs) != 1 {
+		t.Fatalf("calls = %+v", cs)
 	}
 }
 
@@ -133,10 +152,22 @@ func TestLateBoundModelSupplyPath(t *testing.T) {
 	reg := newRegistry(t, "You are powered by the {{model}} model.")
 	bus := events.New(discard)
 	host := newHost(t, reg, bus)
-	loadTestkit(t, host, "supplier", map[string]any{
+	supplier, err := json.Marshal(map[string]any{
 		"subscribe": []map[string]any{{"event": events.EventAssemble, "mode": hostfns.ModeWaterfall}},
 		"set_model": "late-model",
-	}, plugin.Limits{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kit, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Joining the assemble waterfall is a grant.
+	if _, err := host.Load(context.Background(), plugin.Spec{Name: "supplier", Source: kit, Config: supplier,
+		Grants: &config.Grants{Events: []string{events.EventAssemble}}}); err != nil {
+		t.Fatal(err)
+	}
 	off, err := bus.OnWaterfall(events.EventAgentRequest, "supplier", func(_ context.Context, p any) (any, error) {
 		req := p.(*model.Request)
 		if req.Model == "" {
@@ -148,6 +179,8 @@ func TestLateBoundModelSupplyPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer off()
+	noModel = true
+	defer func() { noModel = false }()
 	f := newFixture(t, Options{Registry: reg, Bus: bus, Tools: host, Provider: scripted(t, step(1, 1, textAnswer("hi")))})
 	if f.Facts().Model != "" {
 		t.Fatal("the agent has a model")
@@ -169,5 +202,26 @@ func TestLateBoundModelSupplyPath(t *testing.T) {
 	res = f.prompt(t, "again")
 	if res.End.Kind != session.EndError || !errors.Is(res.Err, prompt.ErrNoValue) {
 		t.Fatalf("without the supplier: %+v", res)
+	}
+}
+
+// A Wasm policy plugin subscribing to a tool event's former name is
+// refused at load, with the new name in the error: otherwise it would load
+// and silently never be called.
+func TestPluginSubscriptionToOldToolEventRefused(t *testing.T) {
+	reg := newRegistry(t, testPersona)
+	bus := events.New(discard)
+	host := newHost(t, reg, bus)
+	path, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{"tool/pre-execute", "tool/post-execute"} {
+		cfg, _ := json.Marshal(map[string]any{"subscribe": []map[string]any{{"event": old, "mode": hostfns.ModeWaterfall}}})
+		_, err := host.Load(context.Background(), plugin.Spec{Name: "policy", Source: path, Config: cfg})
+		want := "subscribe to tools/" + strings.TrimPrefix(old, "tool/")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("loading a plugin subscribed to %s = %v, want an error naming %q", old, err, want)
+		}
 	}
 }

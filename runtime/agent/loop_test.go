@@ -200,36 +200,34 @@ func TestToolFailuresGoBackToModel(t *testing.T) {
 	if res.End.Kind != session.EndCompleted || res.Steps != 2 || res.Text != "handled" {
 		t.Fatalf("result = %+v", res)
 	}
-	if got, want := tools.called(), []string{"failing {}", "broken {}", "echo {}"}; !slices.Equal(got, want) {
+	// JSON that is not an object goes to the tool, which refuses it.
+	if got, want := tools.called(), []string{"echo [1,2]", "failing {}", "broken {}", "echo {}"}; !slices.Equal(got, want) {
 		t.Fatalf("tools run = %q, want %q", got, want)
 	}
 	results := ofType[session.ToolResult](t, f.sess.Events())
 	type outcome struct {
-		isError bool
-		code    string
-		text    string
+		isError    bool
+		name, code string
+		text       string
 	}
 	want := map[string]outcome{
-		"u": {true, CodeUnknownTool, `unknown tool "nope"`},
-		"j": {true, CodeInvalidArguments, "not valid JSON"},
-		"k": {true, CodeInvalidArguments, "a JSON object is required, got an array"},
-		"f": {true, "", "no such file"},
-		"b": {true, CodePluginFailure, "plugin trapped"},
-		"e": {false, "", "ok {}"},
+		"u": {true, ToolNotFoundName, CodeUnknownTool, `Error: unknown tool "nope"`},
+		"j": {true, ToolArgsErrorName, CodeInvalidArguments, "Error: invalid arguments: not valid JSON"},
+		"k": {false, "", "", "ok [1,2]"},
+		"f": {true, "", "", "no such file"},
+		"b": {true, ToolErrorName, CodePluginFailure, "plugin trapped"},
+		"e": {false, "", "", "ok {}"},
 	}
 	if len(results) != len(want) {
 		t.Fatalf("%d results, want %d", len(results), len(want))
 	}
 	for _, r := range results {
 		w := want[r.CallID]
-		code := ""
+		name, code := "", ""
 		if r.Error != nil {
-			code = r.Error.Code
-			if r.Error.Name != ToolErrorName {
-				t.Errorf("%s: error name %q", r.CallID, r.Error.Name)
-			}
+			name, code = r.Error.Name, r.Error.Code
 		}
-		if r.IsError != w.isError || code != w.code || !strings.Contains(r.Content.Text(), w.text) {
+		if r.IsError != w.isError || code != w.code || name != w.name || !strings.Contains(r.Content.Text(), w.text) {
 			t.Errorf("result %s = isError %v code %q %q, want %+v", r.CallID, r.IsError, code, r.Content.Text(), w)
 		}
 	}
@@ -241,8 +239,8 @@ func TestToolFailuresGoBackToModel(t *testing.T) {
 			errs++
 		}
 	}
-	if errs != 5 {
-		t.Fatalf("the model saw %d error results, want 5", errs)
+	if errs != 4 {
+		t.Fatalf("the model saw %d error results, want 4", errs)
 	}
 }
 
@@ -261,7 +259,7 @@ func TestModelThrows(t *testing.T) {
 	f := newFixture(t, Options{Provider: prov})
 	res := f.prompt(t, "first")
 	var apiErr *model.APIError
-	if res.End.Kind != session.EndError || res.End.Reason != ReasonModel ||
+	if res.End.Kind != session.EndError || res.End.Step != 1 || res.End.Code != CodeServer ||
 		!errors.Is(res.Err, ErrModel) || !errors.As(res.Err, &apiErr) || apiErr.Status != 503 ||
 		!strings.Contains(res.End.Message, "server overloaded") {
 		t.Fatalf("result = %+v", res)
@@ -357,7 +355,7 @@ func TestCancelByCallerContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.End.Kind != session.EndAborted || !errors.Is(res.Err, context.DeadlineExceeded) || res.End.Message == "" {
+	if res.End != (session.EndReason{Kind: session.EndAborted, Reason: context.DeadlineExceeded.Error()}) || !errors.Is(res.Err, context.DeadlineExceeded) {
 		t.Fatalf("result = %+v", res)
 	}
 	// turn/end is recorded and flushed although the context is done.
@@ -370,53 +368,47 @@ func TestCancelByCallerContext(t *testing.T) {
 	}
 }
 
-func TestListenerFailuresEndTurn(t *testing.T) {
+func TestListenerFailures(t *testing.T) {
 	f := newFixture(t, Options{Provider: scripted(t,
-		step(3, 1, callAnswer(call{"x", "echo", `{}`}, call{"y", "echo", `{}`})),
-		step(4, 1, textAnswer("fine")),
+		step(2, 1, callAnswer(call{"x", "echo", `{}`}, call{"y", "echo", `{}`})),
+		step(2, 2, textAnswer("went on")),
+		step(3, 1, textAnswer("fine")),
 	)})
 	offReq, _ := f.bus.OnWaterfall(events.EventAgentRequest, "test", func(_ context.Context, p any) (any, error) {
 		req := p.(*model.Request)
-		switch req.Messages[len(req.Messages)-1].Content[0].Text {
-		case "fail":
+		if req.Messages[len(req.Messages)-1].Content[0].Text == "fail" {
 			return nil, errors.New("request listener broke")
-		case "refuse":
-			return nil, fmt.Errorf("%w: policy says no", ErrRejected)
 		}
 		return p, nil
 	})
 	defer offReq()
 	res := f.prompt(t, "fail")
-	if res.End.Kind != session.EndError || res.End.Reason != ReasonListener || !errors.Is(res.Err, ErrListener) {
+	if res.End.Kind != session.EndError || res.End.Step != 1 || res.End.Code != "" || !errors.Is(res.Err, ErrListener) {
 		t.Fatalf("failing listener: %+v", res)
-	}
-	res = f.prompt(t, "refuse")
-	if res.End.Kind != session.EndRejected || !errors.Is(res.Err, ErrRejected) {
-		t.Fatalf("refusing listener: %+v", res)
 	}
 	if n := len(f.prov.requests()); n != 0 {
 		t.Fatalf("the model was asked %d times", n)
 	}
 
-	// A failing tool/pre-execute ends the turn; every call still gets a
-	// result.
+	// A failing tools/pre-execute makes each call's result an error
+	// result for the model, and the turn goes on
+	// (core/tools/src/index.ts: the outer catch of execute).
 	offPre, _ := f.bus.OnWaterfall(events.EventToolPreExecute, "test", func(context.Context, any) (any, error) {
 		return nil, errors.New("pre-execute broke")
 	})
 	res = f.prompt(t, "tools")
 	offPre()
-	if res.End.Kind != session.EndError || !errors.Is(res.Err, ErrListener) || !strings.Contains(res.End.Message, "pre-execute broke") {
+	if res.End.Kind != session.EndCompleted || res.Text != "went on" {
 		t.Fatalf("failing pre-execute: %+v", res)
 	}
 	if n := len(f.tools.called()); n != 0 {
 		t.Fatalf("%d tools ran", n)
 	}
-	var codes []string
 	for _, r := range ofType[session.ToolResult](t, f.sess.Events()) {
-		codes = append(codes, r.CallID+":"+r.Error.Code)
-	}
-	if want := []string{"x:" + CodeNotRun, "y:" + CodeNotRun}; !slices.Equal(codes, want) {
-		t.Fatalf("results = %v, want %v", codes, want)
+		if !r.IsError || r.Error != nil || !strings.HasPrefix(r.Content.Text(), "Error: tools/pre-execute: ") ||
+			!strings.Contains(r.Content.Text(), "pre-execute broke") {
+			t.Fatalf("result = %+v", r)
+		}
 	}
 	if res = f.prompt(t, "fine"); res.End.Kind != session.EndCompleted {
 		t.Fatalf("the next turn: %+v", res)
@@ -433,11 +425,8 @@ func TestToolWaterfalls(t *testing.T) {
 		if ex.Agent.ID != f.Facts().ID || ex.Turn != 1 || ex.Step != 1 {
 			return nil, fmt.Errorf("bad payload %+v", ex)
 		}
-		switch ex.CallID {
-		case "v":
-			ex.Result = &ToolOutput{Text: "denied by policy", IsError: true}
-		case "r":
-			ex.Arguments = `{"a":2}`
+		if ex.CallID == "v" {
+			ex.Deny = "denied by policy"
 		}
 		return ex, nil
 	})
@@ -453,16 +442,12 @@ func TestToolWaterfalls(t *testing.T) {
 	if res := f.prompt(t, "go"); res.End.Kind != session.EndCompleted {
 		t.Fatalf("result = %+v", res)
 	}
-	if got := f.tools.called(); !slices.Equal(got, []string{`echo {"a":2}`}) {
+	if got := f.tools.called(); !slices.Equal(got, []string{`echo {"a":1}`}) {
 		t.Fatalf("tools run = %q", got)
 	}
 	rs := ofType[session.ToolResult](t, f.sess.Events())
-	if rs[0].Content.Text() != "denied by policy" || !rs[0].IsError || rs[1].Content.Text() != `echo: {"a":2} (checked)` {
+	if rs[0].Content.Text() != "Error: denied by policy" || !rs[0].IsError || rs[1].Content.Text() != `echo: {"a":1} (checked)` {
 		t.Fatalf("results = %+v", rs)
-	}
-	// The recorded call is what the model asked for.
-	if c := ofType[session.ToolCall](t, f.sess.Events())[1]; c.Arguments != `{"a":1}` {
-		t.Fatalf("recorded call = %+v", c)
 	}
 }
 
@@ -508,7 +493,7 @@ func TestContinuationAndLimits(t *testing.T) {
 	t.Run("max steps", func(t *testing.T) {
 		f := newFixture(t, Options{MaxSteps: 2, Provider: scripted(t, loop(1)...)})
 		res := f.prompt(t, "loop")
-		if res.End.Kind != session.EndMaxTokens || res.End.Reason != ReasonMaxSteps || res.Steps != 2 {
+		if res.End != (session.EndReason{Kind: session.EndMaxTokens}) || !errors.Is(res.Err, ErrStepCap) || res.Steps != 2 {
 			t.Fatalf("result = %+v", res)
 		}
 		if n := len(ofType[session.ToolResult](t, f.sess.Events())); n != 2 {
@@ -525,30 +510,6 @@ func TestContinuationAndLimits(t *testing.T) {
 		if res.End.Kind != session.EndCompleted || res.Steps != 1 || len(got) != 1 ||
 			len(got[0].ToolCalls) != 1 || got[0].Finish.Kind != model.FinishToolCalls {
 			t.Fatalf("result = %+v, continuation saw %+v", res, got)
-		}
-	})
-	t.Run("length", func(t *testing.T) {
-		long := textAnswer("truncat")
-		long[len(long)-1] = finish(model.FinishLength)
-		withCall := callAnswer(call{"z", "echo", `{}`})
-		withCall[len(withCall)-1] = finish(model.FinishLength)
-		f := newFixture(t, Options{Provider: scripted(t, step(1, 1, long), step(2, 1, withCall))})
-		res := f.prompt(t, "long")
-		if res.End.Kind != session.EndMaxTokens || res.End.Reason != ReasonLength || res.Text != "truncat" {
-			t.Fatalf("result = %+v", res)
-		}
-		res = f.prompt(t, "long call")
-		r := ofType[session.ToolResult](t, f.sess.Events())
-		if res.End.Kind != session.EndMaxTokens || len(r) != 1 || r[0].Error.Code != CodeNotRun || len(f.tools.called()) != 0 {
-			t.Fatalf("result = %+v, tool results %+v", res, r)
-		}
-	})
-	t.Run("content filter", func(t *testing.T) {
-		a := textAnswer("no")
-		a[len(a)-1] = finish(model.FinishContentFilter)
-		f := newFixture(t, Options{Provider: scripted(t, step(1, 1, a))})
-		if res := f.prompt(t, "x"); res.End.Kind != session.EndRejected || res.End.Reason != ReasonContentFilter {
-			t.Fatalf("result = %+v", res)
 		}
 	})
 }
@@ -614,9 +575,10 @@ func TestRunTurnErrors(t *testing.T) {
 	if _, err := f.RunTurn(context.Background()); !errors.Is(err, ErrTurnRunning) {
 		t.Fatalf("concurrent RunTurn = %v", err)
 	}
-	// Close cancels the running turn and waits for it.
+	// Close cancels the running turn, which ends disposed, and waits for
+	// it.
 	f.Close(context.Background())
-	if res := <-done; res.End.Kind != session.EndAborted {
+	if res := <-done; res.End != (session.EndReason{Kind: session.EndDisposed}) || !errors.Is(res.Err, ErrClosed) {
 		t.Fatalf("turn running at Close = %+v", res)
 	}
 	if _, err := f.Prompt(context.Background(), "x"); !errors.Is(err, ErrClosed) {

@@ -4,130 +4,129 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
-	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// ToolErrorName is the ToolError.Name of the error results the loop
-// itself gives, when a call could not run or failed outside the tool.
+// ToolErrorName is the ToolError.Name of the error results the loop gives
+// when a call failed outside the tool (its plugin trapped, ran out of
+// budget, or the turn was cancelled while it ran).
 const ToolErrorName = "ToolCallError"
 
-// ToolError.Code values of the loop's own error results.
+// The ToolError names and codes of the reference harness's own tool
+// failures (core/tools/src/index.ts, core/tools/src/schema.ts).
 const (
-	CodeUnknownTool      = "UNKNOWN_TOOL"      // the model called a tool it was not given
-	CodeInvalidArguments = "INVALID_ARGUMENTS" // the arguments are not a JSON object
-	CodePluginFailure    = "PLUGIN_FAILURE"    // the call failed in the host or plugin (trap, budget, ...)
-	CodeAborted          = "ABORTED"           // the turn was cancelled while the call ran
-	CodeNotRun           = "NOT_RUN"           // the turn ended before the call could run
+	ToolNotFoundName  = "ToolNotFoundError" // with CodeUnknownTool
+	ToolArgsErrorName = "ToolArgsError"     // with CodeInvalidArguments
 )
 
-// toolOutcome is a call's result with the code of a loop error.
+// ToolError.Code values of the loop's own error results besides the
+// reference's.
+const (
+	CodePluginFailure = "PLUGIN_FAILURE" // the call failed in the host or plugin (trap, budget, ...)
+)
+
+// toolOutcome is a call's result with the error identity of a failure.
 type toolOutcome struct {
 	ToolOutput
-	code string
+	err *session.ToolError
 }
 
-func loopError(code, format string, args ...any) toolOutcome {
-	return toolOutcome{ToolOutput: ToolOutput{Text: fmt.Sprintf(format, args...), IsError: true}, code: code}
+// errorResult is an error result whose text, as the reference writes it,
+// is "Error: " and the message.
+func errorResult(name, code, format string, args ...any) toolOutcome {
+	out := toolOutcome{ToolOutput: ToolOutput{Text: "Error: " + fmt.Sprintf(format, args...), IsError: true}}
+	if code != "" {
+		out.err = &session.ToolError{Name: name, Code: code}
+	}
+	return out
 }
 
 // runCalls executes the step's tool calls one at a time, recording each
-// call and its result. A call that fails in any way is an error result
-// for the model; only a cancel or a failing listener ends the turn, and
-// then the calls left are answered with error results without running.
+// call and its result. A call that fails in any way, a failing listener
+// included, is an error result for the model, and the turn goes on. Only
+// a cancel ends the turn: the call that was running records its result,
+// and the calls after it record nothing, as in the reference harness
+// (agent-loop/src/loop.ts, runStep).
 func (t *turnRun) runCalls(ctx context.Context, facts *prompt.AgentFacts, step int, calls []model.Part, tools []prompt.Tool) *ending {
 	known := make(map[string]bool, len(tools))
-	names := make([]string, len(tools))
-	for i, tl := range tools {
-		known[tl.Name], names[i] = true, tl.Name
+	for _, tl := range tools {
+		known[tl.Name] = true
 	}
-	for i, call := range calls {
+	for _, call := range calls {
+		if t.ctx.Err() != nil {
+			return t.aborted()
+		}
 		ev := t.record(session.NewEvent(session.ToolCall{Turn: t.turn, Step: step,
 			CallID: call.ID, Name: call.Name, Arguments: call.Arguments}))
 		if t.fatal != nil {
 			return nil
 		}
-		out, end := t.execute(ctx, facts, step, call, known, names)
+		out := t.execute(ctx, facts, step, call, known)
 		t.recordResult(step, call.ID, out, ev.Seq)
 		if t.fatal != nil {
 			return nil
 		}
-		if end != nil {
-			t.skipCalls(step, calls[i+1:], "not run: "+endText(end))
-			return end
+		if t.ctx.Err() != nil {
+			return t.aborted()
 		}
 	}
 	return nil
 }
 
-func endText(e *ending) string {
-	if e.reason.Kind == session.EndAborted {
-		return "the turn was cancelled"
-	}
-	if e.err != nil {
-		return "the turn ended: " + e.err.Error()
-	}
-	return "the turn ended " + e.reason.Kind
-}
-
-// skipCalls records each call with an error result saying why it did
-// not run, so that every tool call in the conversation has its result.
-func (t *turnRun) skipCalls(step int, calls []model.Part, why string) {
-	for _, call := range calls {
-		ev := t.record(session.NewEvent(session.ToolCall{Turn: t.turn, Step: step,
-			CallID: call.ID, Name: call.Name, Arguments: call.Arguments}))
-		t.recordResult(step, call.ID, loopError(CodeNotRun, "%s", why), ev.Seq)
-	}
-}
-
 func (t *turnRun) recordResult(step int, callID string, out toolOutcome, callSeq int64) {
 	r := session.ToolResult{Turn: t.turn, Step: step, CallID: callID,
-		Content: session.TextContent(out.Text), IsError: out.IsError}
-	if out.code != "" {
-		r.Error = &session.ToolError{Name: ToolErrorName, Code: out.code}
-	}
+		Content: session.TextContent(out.Text), IsError: out.IsError, Error: out.err}
 	t.record(session.NewEvent(r).WithSources(callSeq))
 }
 
-// execute runs one call through tool/pre-execute, the tool and
-// tool/post-execute.
-func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]bool, names []string) (toolOutcome, *ending) {
-	if t.ctx.Err() != nil {
-		return loopError(CodeAborted, "aborted: the turn was cancelled"), t.aborted()
-	}
+// execute runs one call through tools/pre-execute, the tool and
+// tools/post-execute (core/tools/src/index.ts, ToolRegistry.execute). A
+// pre-execute listener may deny the call, with a reason the model sees,
+// and nothing else; a failing listener on either side makes the call's
+// result an error result.
+func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]bool) toolOutcome {
 	a := t.a
-	ex := &ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID, Name: call.Name, Arguments: call.Arguments}
-	v, err := a.bus.Waterfall(ctx, events.EventToolPreExecute, ex)
+	orig := ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	ex := orig
+	v, err := a.bus.Waterfall(ctx, events.EventToolPreExecute, &ex)
+	var got *ToolExecution
 	if err == nil {
 		var ok bool
-		if ex, ok = v.(*ToolExecution); !ok || ex == nil {
+		if got, ok = v.(*ToolExecution); !ok || got == nil {
 			err = fmt.Errorf("returned %T", v)
+		} else if got.CallID != orig.CallID || got.Name != orig.Name || got.Arguments != orig.Arguments || got.Result != nil {
+			err = errPreExecuteRewrite
 		}
 	}
 	if err != nil {
-		end := t.fail(ReasonListener, fmt.Errorf("%w: %s: %w", ErrListener, events.EventToolPreExecute, err))
-		return loopError(CodeNotRun, "not run: %s", endText(end)), end
+		if t.ctx.Err() != nil {
+			return cancelledResult(call.Name)
+		}
+		return listenerFailure(events.EventToolPreExecute, err)
 	}
 
 	var out toolOutcome
-	if ex.Result != nil {
-		out = toolOutcome{ToolOutput: *ex.Result} // vetoed or answered by a listener
+	if got.Deny != "" {
+		out = errorResult("", "", "%s", got.Deny)
 	} else {
-		out = t.invoke(ctx, facts, ex.Name, ex.Arguments, known, names)
-		if out.code == CodeAborted {
-			return out, t.aborted()
-		}
+		out = t.invoke(ctx, facts, call.Name, call.Arguments, known)
 	}
 
-	post := &ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID,
-		Name: ex.Name, Arguments: ex.Arguments, Result: &out.ToolOutput}
-	v, err = a.bus.Waterfall(ctx, events.EventToolPostExecute, post)
+	if t.ctx.Err() != nil {
+		// Cancelled: the result stands as it is, and no listener runs
+		// for a turn that is ending.
+		return out
+	}
+	post := orig
+	post.Result = &out.ToolOutput
+	v, err = a.bus.Waterfall(ctx, events.EventToolPostExecute, &post)
 	if err == nil {
 		p, ok := v.(*ToolExecution)
 		switch {
@@ -142,37 +141,47 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 		}
 	}
 	if err != nil {
-		// The call ran: its result stands, and the turn ends.
-		return out, t.fail(ReasonListener, fmt.Errorf("%w: %s: %w", ErrListener, events.EventToolPostExecute, err))
+		return listenerFailure(events.EventToolPostExecute, err)
 	}
-	return out, nil
+	return out
+}
+
+// cancelledResult is the result of a call the turn's cancel stopped.
+func cancelledResult(name string) toolOutcome {
+	return errorResult(ToolErrorName, CodeAborted, "aborted: the turn was cancelled while tool %q ran", name)
+}
+
+// errPreExecuteRewrite: a pre-execute listener tried more than a deny.
+var errPreExecuteRewrite = errors.New("a listener may only deny the call (set deny); it may not rename it, change its arguments or answer it")
+
+// listenerFailure is the error result of a call whose listener failed.
+func listenerFailure(event string, err error) toolOutcome {
+	return errorResult("", "", "%s: %v", event, err)
 }
 
 // invoke checks a call and runs it. Every failure is an error result.
-func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, arguments string, known map[string]bool, names []string) toolOutcome {
+func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, arguments string, known map[string]bool) toolOutcome {
 	if !known[name] {
-		avail := "none"
-		if len(names) > 0 {
-			avail = strings.Join(names, ", ")
-		}
-		return loopError(CodeUnknownTool, "unknown tool %q; the available tools are: %s", name, avail)
+		return errorResult(ToolNotFoundName, CodeUnknownTool, "unknown tool %q", name)
 	}
 	args, err := callArguments(arguments)
 	if err != nil {
-		return loopError(CodeInvalidArguments, "invalid arguments for tool %q: %v", name, err)
+		return errorResult(ToolArgsErrorName, CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	r, err := callTool(ctx, t.a.tools, facts, name, args)
 	if err != nil {
 		if t.ctx.Err() != nil {
-			return loopError(CodeAborted, "aborted: the turn was cancelled while tool %q ran", name)
+			return cancelledResult(name)
 		}
-		return loopError(CodePluginFailure, "tool %q failed: %v", name, err)
+		return errorResult(ToolErrorName, CodePluginFailure, "tool %q failed: %v", name, err)
 	}
 	return toolOutcome{ToolOutput: ToolOutput{Text: r.Text, IsError: r.IsError}}
 }
 
-// callArguments checks the model's argument text: a JSON object, or
-// nothing at all, which models send for a call without parameters.
+// callArguments checks the model's argument text. Nothing at all, which
+// models send for a call without parameters, is {}. Any JSON value goes
+// to the tool as it is: one that is not an object is the tool's to
+// refuse, as it knows its own schema. Text that is not JSON is refused.
 func callArguments(s string) ([]byte, error) {
 	b := bytes.TrimSpace([]byte(s))
 	if len(b) == 0 {
@@ -183,24 +192,7 @@ func callArguments(s string) ([]byte, error) {
 		err := json.Unmarshal(b, &v)
 		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
-	if b[0] != '{' {
-		return nil, fmt.Errorf("a JSON object is required, got %s", jsonKind(b[0]))
-	}
 	return b, nil
-}
-
-func jsonKind(c byte) string {
-	switch c {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // callTool runs the tool runner, turning a panic in it into an error: a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
@@ -12,15 +13,37 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// Short machine-readable causes recorded in EndReason.Reason.
+// Codes of an "error" turn end (EndReason.Code), the reference harness's
+// (llm-deepseek/src/adapter.ts httpErrorCode, llm-deepseek/src/translate.ts,
+// agent-loop/src/loop.ts). An error with no class, such as a render
+// failure or a failing listener, carries no code.
 const (
-	ReasonPrompt        = "prompt"         // error: the prompt could not be assembled or rendered
-	ReasonModel         = "model"          // error: the model call failed
-	ReasonListener      = "listener"       // error or rejected: an event listener failed or refused
-	ReasonLength        = "length"         // max-tokens: the answer hit the model's token limit
-	ReasonMaxSteps      = "max-steps"      // max-tokens: the turn reached Options.MaxSteps
-	ReasonContentFilter = "content-filter" // rejected: the provider's content filter stopped the answer
+	CodeAuth             = "AUTH"               // HTTP 401 or 403
+	CodeRateLimit        = "RATE_LIMIT"         // HTTP 429
+	CodeInvalidRequest   = "INVALID_REQUEST"    // HTTP 400
+	CodeServer           = "SERVER"             // HTTP 5xx; other statuses are HTTP_<status>
+	CodeContentFilter    = "CONTENT_FILTER"     // the provider's content filter stopped the answer
+	CodeAborted          = "ABORTED"            // the provider aborted the stream (a finish "aborted")
+	CodeMalformedStream  = "MALFORMED_RESPONSE" // the provider's stream broke the chunk protocol
+	CodeUnknownTool      = "UNKNOWN_TOOL"       // tool result: the model called a tool it was not given
+	CodeInvalidArguments = "INVALID_ARGS"       // tool result: the arguments are not JSON
 )
+
+// HTTPErrorCode is the code of a model API failure with HTTP status
+// status, as the reference harness classifies it.
+func HTTPErrorCode(status int) string {
+	switch {
+	case status == 401 || status == 403:
+		return CodeAuth
+	case status == 429:
+		return CodeRateLimit
+	case status == 400:
+		return CodeInvalidRequest
+	case status >= 500:
+		return CodeServer
+	}
+	return "HTTP_" + strconv.Itoa(status)
+}
 
 // turnRun is one running turn.
 type turnRun struct {
@@ -31,7 +54,7 @@ type turnRun struct {
 	fatal error  // the session could not record: the turn cannot go on
 }
 
-// ending says why a turn ends early.
+// ending says why a turn ends.
 type ending struct {
 	reason session.EndReason
 	err    error
@@ -48,6 +71,17 @@ func (t *turnRun) record(e session.Event) session.Event {
 	return e
 }
 
+// flush makes what the turn recorded durable. A failure is fatal: the turn
+// cannot promise what it has not written.
+func (t *turnRun) flush() {
+	if t.fatal != nil {
+		return
+	}
+	if err := t.a.sess.Flush(); err != nil {
+		t.fatal = fmt.Errorf("turn %d: %w", t.turn, err)
+	}
+}
+
 // facts returns a copy of the agent's facts for one step, with a context
 // that routes plugin work to the agent's instances.
 func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
@@ -55,27 +89,54 @@ func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
 	return plugin.WithAgent(t.ctx, &f), &f
 }
 
-// fail turns a failure into the turn's ending: aborted when the turn was
-// cancelled (whatever failed as a result), rejected when a listener
-// refused, error otherwise.
-func (t *turnRun) fail(reason string, err error) *ending {
+// fail turns a failure in step n into the turn's ending: aborted (or
+// disposed) when the turn was cancelled, whatever failed as a result;
+// error otherwise, with the failure's code when it has one.
+func (t *turnRun) fail(n int, err error) *ending {
 	if t.ctx.Err() != nil {
 		return t.aborted()
 	}
-	if errors.Is(err, ErrRejected) {
-		return &ending{reason: session.EndReason{Kind: session.EndRejected, Reason: reason, Message: err.Error()}, err: err}
-	}
-	return &ending{reason: session.EndReason{Kind: session.EndError, Reason: reason, Message: err.Error()}, err: err}
+	return &ending{reason: session.EndReason{Kind: session.EndError, Step: n, Message: err.Error(), Code: errorCode(err)}, err: err}
 }
 
+// aborted is the ending of a cancelled turn: disposed when the agent was
+// closed, aborted otherwise, with the reason given to Cancel.
 func (t *turnRun) aborted() *ending {
 	cause := context.Cause(t.ctx)
+	if errors.Is(cause, errDisposed) {
+		return &ending{reason: session.EndReason{Kind: session.EndDisposed}, err: cause}
+	}
 	var c *cancelCause
 	if errors.As(cause, &c) {
 		return &ending{reason: session.EndReason{Kind: session.EndAborted, Reason: c.reason}, err: cause}
 	}
-	return &ending{reason: session.EndReason{Kind: session.EndAborted, Message: cause.Error()}, err: cause}
+	return &ending{reason: session.EndReason{Kind: session.EndAborted, Reason: cause.Error()}, err: cause}
 }
+
+// errorCode classifies err for an error turn end.
+func errorCode(err error) string {
+	var api *model.APIError
+	var fe *finishError
+	switch {
+	case errors.As(err, &fe):
+		return fe.code
+	case errors.As(err, &api) && api.Status != 0:
+		return HTTPErrorCode(api.Status)
+	case errors.As(err, &api):
+		return api.Code
+	case errors.Is(err, model.ErrMalformedStream):
+		return CodeMalformedStream
+	}
+	return ""
+}
+
+// finishError is a model answer that finished with an error or aborted.
+type finishError struct {
+	message, code string
+}
+
+func (e *finishError) Error() string { return e.message }
+func (e *finishError) Unwrap() error { return ErrModel }
 
 func (t *turnRun) run(msgs []session.UserMessage) (TurnResult, error) {
 	a := t.a
@@ -89,6 +150,10 @@ func (t *turnRun) run(msgs []session.UserMessage) (TurnResult, error) {
 	for _, m := range msgs {
 		t.record(session.NewEvent(m))
 	}
+	t.flush() // the user's prompt is on disk before any work on it
+	if t.fatal != nil {
+		return TurnResult{}, t.fatal
+	}
 	a.emitContained(t.ctx, events.EventTurnStart, &TurnEvent{Agent: a.facts, Turn: t.turn})
 
 	res := TurnResult{Turn: t.turn}
@@ -96,68 +161,105 @@ func (t *turnRun) run(msgs []session.UserMessage) (TurnResult, error) {
 	if t.fatal != nil {
 		return res, t.fatal
 	}
+	end = t.seal(end)
 	res.End, res.Err, res.Text = end.reason, end.err, t.text
 	t.record(session.NewEvent(session.TurnEnd{Turn: t.turn, Reason: end.reason}))
+	t.flush()
 	if t.fatal != nil {
 		return res, t.fatal
-	}
-	if err := a.sess.Flush(); err != nil {
-		return res, fmt.Errorf("agent %s: turn %d: %w", a.facts.ID, t.turn, err)
 	}
 	a.emitContained(t.ctx, events.EventTurnEnd, &TurnEvent{Agent: a.facts, Turn: t.turn, End: &end.reason})
 	return res, nil
 }
 
-// steps runs the turn's steps and says how the turn ends.
+// seal decides the turn's end for good: from here on Cancel returns false.
+// A cancel that arrived before, even after the last step, makes the turn
+// end aborted (or disposed), so that Cancel's true is never a lie.
+func (t *turnRun) seal(end *ending) *ending {
+	t.a.mu.Lock()
+	t.a.cancel = nil
+	cancelled := t.ctx.Err() != nil
+	t.a.mu.Unlock()
+	if cancelled && end.reason.Kind != session.EndAborted && end.reason.Kind != session.EndDisposed {
+		return t.aborted()
+	}
+	return end
+}
+
+// steps runs the turn's steps and says how the turn ends. Each step first
+// builds its prompt and runs agent/pre-step; only then is step/start
+// recorded, so a failure or a cancel before that records no step, and
+// what pre-step listeners record (compaction) comes before the step it
+// prepares (agent-loop/src/loop.ts, runTurn).
 func (t *turnRun) steps(res *TurnResult) *ending {
+	a := t.a
+	maxTokens := false // sticky: a truncated answer ends the turn max-tokens
 	for n := 1; ; n++ {
+		if t.ctx.Err() != nil {
+			return t.aborted()
+		}
+		ctx, facts := t.facts()
+		asm, system, err := assembleAndRender(ctx, a.registry, facts)
+		if err != nil {
+			return t.fail(n, err)
+		}
+		if t.ctx.Err() != nil {
+			return t.aborted()
+		}
+		tools := modelTools(asm.Tools)
+		pre := &PreStep{Agent: *facts, Turn: t.turn, Step: n, System: system,
+			Messages: a.sess.Messages(), Tools: tools, agent: a}
+		if err := a.bus.EmitSerial(ctx, events.EventAgentPreStep, pre); err != nil {
+			return t.fail(n, fmt.Errorf("%w: %s: %w", ErrListener, events.EventAgentPreStep, err))
+		}
+		if t.fatal != nil {
+			return nil
+		}
+		if t.ctx.Err() != nil {
+			return t.aborted()
+		}
+
 		t.record(session.NewEvent(session.StepStart{Turn: t.turn, Step: n}))
 		if t.fatal != nil {
 			return nil
 		}
 		res.Steps = n
-		sr, end := t.step(n)
+		sr, end := t.step(ctx, facts, n, asm, system, tools)
 		t.record(session.NewEvent(session.StepEnd{Turn: t.turn, Step: n}))
+		t.flush()
 		switch {
 		case t.fatal != nil:
 			return nil
 		case end != nil:
 			return end
-		case !t.a.cont(sr):
-			return &ending{reason: session.EndReason{Kind: session.EndCompleted}}
-		case n >= t.a.maxSteps:
-			return &ending{reason: session.EndReason{Kind: session.EndMaxTokens, Reason: ReasonMaxSteps,
-				Message: fmt.Sprintf("the turn reached its limit of %d steps", t.a.maxSteps)}}
+		}
+		maxTokens = maxTokens || sr.Finish.Kind == model.FinishMaxTokens
+		stop := &ending{reason: session.EndReason{Kind: session.EndCompleted}}
+		if maxTokens {
+			stop = &ending{reason: session.EndReason{Kind: session.EndMaxTokens}}
+		}
+		switch {
+		case !a.cont(sr):
+			return stop
+		case a.maxSteps > 0 && n >= a.maxSteps:
+			// The step cap ends the turn as the reference's readers know
+			// a cut-short turn: max-tokens.
+			a.log.Warn("agent: the turn reached its step cap", "agent", facts.ID, "turn", t.turn, "max_steps", a.maxSteps)
+			return &ending{reason: session.EndReason{Kind: session.EndMaxTokens},
+				err: fmt.Errorf("%w: the turn reached its limit of %d steps", ErrStepCap, a.maxSteps)}
 		}
 	}
 }
 
-// step runs one step after its step/start: prompt, pre-step, request,
-// stream, assistant message, tool calls. A non-nil ending ends the turn.
-func (t *turnRun) step(n int) (StepResult, *ending) {
+// step runs one step after its step/start: request, stream, assistant
+// message, tool calls. A non-nil ending ends the turn.
+func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm *prompt.Assembly, system string, tools []model.Tool) (StepResult, *ending) {
 	a := t.a
 	sr := StepResult{Turn: t.turn, Step: n}
-	if t.ctx.Err() != nil {
-		return sr, t.aborted()
-	}
-	ctx, facts := t.facts()
-
-	asm, system, err := assembleAndRender(ctx, a.registry, facts)
-	if err != nil {
-		return sr, t.fail(ReasonPrompt, err)
-	}
-	tools := modelTools(asm.Tools)
-
-	pre := &PreStep{Agent: *facts, Turn: t.turn, Step: n, System: system,
-		Messages: a.sess.Messages(), Tools: tools, agent: a}
-	if err := a.bus.EmitSerial(ctx, events.EventAgentPreStep, pre); err != nil {
-		return sr, t.fail(ReasonListener, fmt.Errorf("%w: %s: %w", ErrListener, events.EventAgentPreStep, err))
-	}
-
 	req := &model.Request{
 		Model:    facts.Model,
 		System:   system,
-		Messages: a.sess.Messages(), // again: a pre-step listener may have compacted them
+		Messages: a.sess.Messages(), // after pre-step: a listener may have compacted them
 		Tools:    tools,
 		Meta: model.RequestMeta{SessionID: facts.Session, ParentSessionID: a.parentID,
 			Turn: t.turn, Step: n},
@@ -174,50 +276,65 @@ func (t *turnRun) step(n int) (StepResult, *ending) {
 	if t.fatal != nil {
 		return sr, nil
 	}
-	if err == nil && t.ctx.Err() != nil {
-		// Cancelled while the provider streamed, and it finished anyway:
-		// the turn was still cancelled.
+	if t.ctx.Err() != nil {
+		// Cancelled while the provider streamed, whether or not it
+		// finished anyway: the turn was cancelled.
 		return sr, t.aborted()
 	}
 	if err != nil {
-		reason := ReasonModel
-		if errors.Is(err, ErrListener) {
-			reason = ReasonListener
+		return sr, t.fail(n, err)
+	}
+	sr.Finish, _ = acc.FinishReason()
+	switch sr.Finish.Kind {
+	case model.FinishError:
+		msg := sr.Finish.Message
+		if msg == "" {
+			msg = "the model finished with an error"
 		}
-		return sr, t.fail(reason, err)
+		return sr, t.fail(n, &finishError{message: msg, code: sr.Finish.Code})
+	case model.FinishAborted:
+		return sr, t.fail(n, &finishError{message: "model stream aborted", code: CodeAborted})
 	}
 
 	parts := acc.Parts()
-	msg := session.AssistantMessage{Turn: t.turn, Step: n, Content: parts}
-	if u, ok := acc.Usage(); ok {
-		msg.Usage = &u
+	if sr.Finish.Kind == model.FinishMaxTokens {
+		// A truncated answer keeps its text; its tool calls, cut or not,
+		// are dropped and never run (agent-loop/src/loop.ts, runStep).
+		parts = withoutToolCalls(parts)
 	}
-	t.record(session.NewEvent(msg).WithSources(chunkSeqs...))
-	if t.fatal != nil {
-		return sr, nil
+	usage, hasUsage := acc.Usage()
+	if len(parts) > 0 || hasUsage {
+		msg := session.AssistantMessage{Turn: t.turn, Step: n, Content: parts}
+		if hasUsage {
+			msg.Usage = &usage
+		}
+		e := session.NewEvent(msg)
+		if len(chunkSeqs) > 0 {
+			e = e.WithSources(chunkSeqs...)
+		}
+		t.record(e)
+		t.flush() // the calls below are on disk before they run
+		if t.fatal != nil {
+			return sr, nil
+		}
 	}
 	t.text = session.Parts(parts).Text()
-	sr.Message = acc.Message()
+	sr.Message = model.Message{Role: model.RoleAssistant, Content: parts}
+	if sr.Finish.Kind == model.FinishMaxTokens {
+		return sr, nil
+	}
 	sr.ToolCalls = acc.ToolCalls()
-	sr.Finish, _ = acc.FinishReason()
-
-	var stop *ending
-	switch sr.Finish.Kind {
-	case model.FinishLength:
-		stop = &ending{reason: session.EndReason{Kind: session.EndMaxTokens, Reason: ReasonLength,
-			Message: "the model's answer reached its token limit"}}
-	case model.FinishContentFilter:
-		stop = &ending{reason: session.EndReason{Kind: session.EndRejected, Reason: ReasonContentFilter,
-			Message: "the provider's content filter stopped the answer"}, err: fmt.Errorf("%w: content filter", ErrRejected)}
-	case model.FinishError:
-		err := fmt.Errorf("%w: the model finished with an error (%s)", ErrModel, sr.Finish.Raw)
-		stop = &ending{reason: session.EndReason{Kind: session.EndError, Reason: ReasonModel, Message: err.Error()}, err: err}
-	}
-	if stop != nil {
-		t.skipCalls(n, sr.ToolCalls, "not run: "+stop.reason.Message)
-		return sr, stop
-	}
 	return sr, t.runCalls(ctx, facts, n, sr.ToolCalls, asm.Tools)
+}
+
+func withoutToolCalls(parts []model.Part) []model.Part {
+	out := make([]model.Part, 0, len(parts))
+	for _, p := range parts {
+		if p.Type != model.BlockToolCall {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // modelTools converts the assembly's tools to the request's.

@@ -59,11 +59,14 @@ func (b *Bus) log() *slog.Logger {
 
 // On subscribes l to event. name identifies the listener in errors and logs
 // (e.g. "plugin:facts"). Listeners run in subscription order. The returned
-// off unsubscribes it; calling off again does nothing. On fails only for a
-// nil l (ErrNilListener).
+// off unsubscribes it; calling off again does nothing. On fails for a nil
+// l (ErrNilListener) and for an event's old name (ErrRenamedEvent).
 func (b *Bus) On(event, name string, l Listener) (off func(), err error) {
 	if l == nil {
 		return nil, fmt.Errorf("events: subscribe %q to %q: %w", name, event, ErrNilListener)
+	}
+	if err := checkRenamed(event); err != nil {
+		return nil, fmt.Errorf("events: subscribe %q: %w", name, err)
 	}
 	return b.subscribe(event, &entry{name: name, plain: l}), nil
 }
@@ -74,6 +77,9 @@ func (b *Bus) On(event, name string, l Listener) (off func(), err error) {
 func (b *Bus) OnWaterfall(event, name string, l WaterfallListener) (off func(), err error) {
 	if l == nil {
 		return nil, fmt.Errorf("events: subscribe %q to %q: %w", name, event, ErrNilListener)
+	}
+	if err := checkRenamed(event); err != nil {
+		return nil, fmt.Errorf("events: subscribe %q: %w", name, err)
 	}
 	if err := checkMode(event, Waterfall); err != nil {
 		return nil, fmt.Errorf("events: subscribe %q: %w", name, err)

@@ -28,8 +28,8 @@
 //	system-prompt/assemble     waterfall  listeners see, add or override sections
 //	                                      and variables
 //	agent/request              waterfall  listeners may rewrite the model request
-//	tool/pre-execute           waterfall  listeners may rewrite or veto a call
-//	tool/post-execute          waterfall  listeners may rewrite a result
+//	tools/pre-execute          waterfall  listeners may deny a call
+//	tools/post-execute         waterfall  listeners may rewrite a result
 //	agent/start, agent/end,    contained  lifecycle notices: observers must not
 //	turn/start, turn/end,                 break the agent or starve each other
 //	subagent/start,
@@ -42,6 +42,11 @@
 // waterfall; a plain Listener on a waterfall is an observer that passes the
 // value on unchanged. Events outside the table (plugin-defined ones) may be
 // emitted in any mode.
+//
+// The tool events have the reference harness's names. A subscription to
+// a former name (tool/pre-execute, tool/post-execute) fails with
+// ErrRenamedEvent and names the new one: nothing emits the old name, and a
+// policy listening there would silently never be called (see Renamed).
 //
 // Every dispatch works on the listeners subscribed when it began: a
 // listener subscribed during a dispatch first runs in the next one, and a

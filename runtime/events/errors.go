@@ -23,6 +23,9 @@ var (
 	// dispatch (with a context derived from a listener's), which would
 	// otherwise deadlock.
 	ErrSerialReentry = errors.New("serial event emitted from its own dispatch")
+	// ErrRenamedEvent: a subscription named an event by a name it no
+	// longer has (see Renamed); the error names the new one.
+	ErrRenamedEvent = errors.New("event renamed")
 )
 
 // ListenerError reports the failure of one listener. Err is what the

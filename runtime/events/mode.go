@@ -59,11 +59,12 @@ const (
 	EventAssemble = "system-prompt/assemble"
 	// EventAgentRequest (waterfall): the model request, before it is sent.
 	EventAgentRequest = "agent/request"
-	// EventToolPreExecute (waterfall): a tool call, before it runs.
-	EventToolPreExecute = "tool/pre-execute"
+	// EventToolPreExecute (waterfall): a tool call, before it runs; a
+	// listener may deny it. The reference harness's name.
+	EventToolPreExecute = "tools/pre-execute"
 	// EventToolPostExecute (waterfall): a tool result, before the model
-	// sees it.
-	EventToolPostExecute = "tool/post-execute"
+	// sees it. The reference harness's name.
+	EventToolPostExecute = "tools/post-execute"
 	// EventAgentStart (contained): an agent started.
 	EventAgentStart = "agent/start"
 	// EventAgentEnd (contained): an agent ended.
@@ -98,6 +99,30 @@ var coreModes = map[string]Mode{
 	EventSubagentEnd:     Contained,
 	EventPluginLoaded:    Contained,
 	EventPluginUnloaded:  Contained,
+}
+
+// renamed maps the names events had before they took the reference
+// harness's to their names now. A subscription to an old name is refused:
+// nothing emits it, and a policy listening there would never be called.
+var renamed = map[string]string{
+	"tool/pre-execute":  EventToolPreExecute,
+	"tool/post-execute": EventToolPostExecute,
+}
+
+// Renamed returns the current name of an event that was renamed, and
+// whether event is such an old name.
+func Renamed(event string) (string, bool) {
+	n, ok := renamed[event]
+	return n, ok
+}
+
+// checkRenamed refuses a subscription to an old event name, naming the
+// new one.
+func checkRenamed(event string) error {
+	if n, ok := renamed[event]; ok {
+		return fmt.Errorf("%w: %q is now %q", ErrRenamedEvent, event, n)
+	}
+	return nil
 }
 
 // ModeOf returns the mode of a core event, and Any for every other event.

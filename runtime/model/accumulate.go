@@ -147,6 +147,9 @@ func (a *Accumulator) add(c Chunk) error {
 		if c.Reason == nil || c.Reason.Kind == "" {
 			return malformed("finish chunk without a reason")
 		}
+		if !KnownFinish(c.Reason.Kind) {
+			return malformedf("unknown finish reason %q", c.Reason.Kind)
+		}
 		for i := range a.blocks {
 			if !a.blocks[i].ended {
 				return malformedf("finish while block %d is still open", i)

@@ -117,6 +117,7 @@ func TestAccumulatorRejectsBadSequences(t *testing.T) {
 		{"finish with open block", []Chunk{start(0, BlockText), finish(FinishStop)}, "block 0 is still open"},
 		{"chunk after finish", []Chunk{finish(FinishStop), {Type: ChunkUsage, Usage: &Usage{}}}, "chunk after finish"},
 		{"finish without reason", []Chunk{{Type: ChunkFinish}}, "without a reason"},
+		{"unknown finish reason", []Chunk{finish("length")}, `unknown finish reason "length"`},
 		{"usage without usage", []Chunk{{Type: ChunkUsage}}, "usage chunk without usage"},
 		{"unknown chunk", []Chunk{{Type: "ping"}}, `unknown chunk type "ping"`},
 	}
@@ -151,12 +152,12 @@ func TestAccumulatorLaterUsageReplaces(t *testing.T) {
 	addAll(t, &a,
 		Chunk{Type: ChunkUsage, Usage: &Usage{OutputTokens: 1}},
 		Chunk{Type: ChunkUsage, Usage: &Usage{OutputTokens: 2}},
-		Chunk{Type: ChunkFinish, Reason: &FinishReason{Kind: FinishOther, Raw: "odd"}},
+		Chunk{Type: ChunkFinish, Reason: &FinishReason{Kind: FinishError, Message: "model stopped: odd", Code: "ODD"}},
 	)
 	if u, _ := a.Usage(); u.OutputTokens != 2 {
 		t.Fatalf("Usage = %+v, want the later one", u)
 	}
-	if r, _ := a.FinishReason(); r.Raw != "odd" {
+	if r, _ := a.FinishReason(); r != (FinishReason{Kind: FinishError, Message: "model stopped: odd", Code: "ODD"}) {
 		t.Fatalf("FinishReason = %+v", r)
 	}
 	if len(a.Parts()) != 0 || len(a.ToolCalls()) != 0 {

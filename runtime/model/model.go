@@ -33,15 +33,24 @@ const (
 	BlockToolCall  = "tool-call"
 )
 
-// Finish reason kinds.
+// Finish reason kinds: the reference harness's vocabulary. An answer
+// finishing any other way is malformed.
 const (
-	FinishStop          = "stop"
-	FinishToolCalls     = "tool-calls"
-	FinishLength        = "length"
-	FinishContentFilter = "content-filter"
-	FinishError         = "error"
-	FinishOther         = "other"
+	FinishStop      = "stop"       // the model chose to stop
+	FinishToolCalls = "tool-calls" // the model stopped to call tools
+	FinishMaxTokens = "max-tokens" // the answer hit the output-token ceiling
+	FinishAborted   = "aborted"    // the provider aborted the stream
+	FinishError     = "error"      // the provider reported a failure: Message, Code
 )
+
+// KnownFinish reports whether kind is one of the Finish kinds.
+func KnownFinish(kind string) bool {
+	switch kind {
+	case FinishStop, FinishToolCalls, FinishMaxTokens, FinishAborted, FinishError:
+		return true
+	}
+	return false
+}
 
 // Chunk is one element of a streamed answer. Which fields are meaningful
 // depends on Type; MarshalJSON writes only those, in the session format.
@@ -157,11 +166,12 @@ type Usage struct {
 // PromptTokens is the whole prompt size: cache misses plus hits.
 func (u Usage) PromptTokens() int { return u.InputTokens + u.CacheReadTokens }
 
-// FinishReason says why the model stopped. Raw keeps a provider's own
-// reason string when Kind is other.
+// FinishReason says why the model stopped. An error finish carries a
+// message and, when the provider gave one, a code (e.g. CONTENT_FILTER).
 type FinishReason struct {
-	Kind string `json:"kind"`
-	Raw  string `json:"raw,omitempty"`
+	Kind    string `json:"kind"`
+	Message string `json:"message,omitempty"`
+	Code    string `json:"code,omitempty"`
 }
 
 // Roles of a Message.
@@ -198,6 +208,10 @@ type Request struct {
 	Tools    []Tool    `json:"tools,omitempty"`
 	// MaxTokens caps the answer; zero leaves it to the provider.
 	MaxTokens int `json:"maxTokens,omitempty"`
+	// Temperature, when set, is the sampling temperature.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// Stop, when set, are sequences that end the answer.
+	Stop []string `json:"stop,omitempty"`
 	// Meta says who is asking. Providers that answer from recordings key
 	// on it; live providers ignore it.
 	Meta RequestMeta `json:"meta"`
@@ -210,7 +224,15 @@ type RequestMeta struct {
 	ParentSessionID string `json:"parentSessionId,omitempty"`
 	Turn            int    `json:"turn"`
 	Step            int    `json:"step"`
+	// Purpose is empty for a step's request; PurposeCompaction for the
+	// summary request of a compaction, whose Step is the step it
+	// prepares.
+	Purpose string `json:"purpose,omitempty"`
 }
+
+// PurposeCompaction is the RequestMeta.Purpose of a compaction's summary
+// request.
+const PurposeCompaction = "compaction"
 
 // Provider answers model requests by streaming chunks to emit. It returns
 // when the answer is complete (after the finish chunk), when emit returns an

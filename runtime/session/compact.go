@@ -6,7 +6,7 @@ import (
 
 // compactionPlugin is the Source.Plugin of the user message that carries a
 // compaction summary.
-const compactionPlugin = "compaction"
+const compactionPlugin = "compact"
 
 // Compaction describes a compaction for Session.Compact.
 type Compaction struct {
@@ -19,6 +19,11 @@ type Compaction struct {
 	// Start and End are the seqs of the first and last surface events to
 	// replace (see Session.Surface), in surface order, both included.
 	Start, End int64
+	// ShadowedTokens is the estimated token count of the replaced events.
+	ShadowedTokens int
+	// Error, when set, records a compaction that failed: compact/start
+	// and compact/end carrying it, and no change to the surface.
+	Error string
 }
 
 // Compact records a compaction: compact/start; compact/summary with the
@@ -26,7 +31,9 @@ type Compaction struct {
 // whose content is the summary wrapped in <compacted-summary> tags and
 // whose surface op replaces the events from Start to End; compact/end.
 // After it, Messages has the summary message in place of the replaced
-// ones. The four events are appended together and returned.
+// ones. The four events are appended together and returned. A Compaction
+// with Error records the failure instead: compact/start and compact/end
+// with the error.
 //
 // It fails with ErrInvalidEvent, appending nothing, when Start or End is
 // not on the surface or End comes before Start.
@@ -58,7 +65,14 @@ func (s *Session) Compact(c Compaction) ([]Event, error) {
 	if err := add(NewEvent(CompactStart{ID: c.ID, Turn: c.Turn})); err != nil {
 		return nil, err
 	}
-	if err := add(NewEvent(CompactSummary{ID: c.ID, Summary: TextContent(c.Summary), ShadowedSeqs: shadowed})); err != nil {
+	if c.Error != "" {
+		if err := add(NewEvent(CompactEnd{ID: c.ID, Turn: c.Turn, Error: c.Error})); err != nil {
+			return out, err
+		}
+		return out, nil
+	}
+	if err := add(NewEvent(CompactSummary{ID: c.ID, Summary: TextContent(c.Summary), ShadowedSeqs: shadowed,
+		ShadowedRange: SurfaceRange{Start: c.Start, End: c.End}, ShadowedTokenCount: c.ShadowedTokens})); err != nil {
 		return out, err
 	}
 	msg := NewEvent(UserMessage{

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
+	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
@@ -137,6 +141,16 @@ func TestCorpusPayloadShapes(t *testing.T) {
 				p, err = As[StepEnd](e)
 			case TypeTurnEnd:
 				p, err = As[TurnEnd](e)
+			case TypeContextMessage:
+				p, err = As[ContextMessage](e)
+			case TypeSteeringMessage:
+				p, err = As[SteeringMessage](e)
+			case TypePromptBlocked:
+				p, err = As[PromptBlocked](e)
+			case TypeHookInvoked:
+				p, err = As[HookInvoked](e)
+			case TypeHookResult:
+				p, err = As[HookResult](e)
 			default:
 				t.Errorf("%s: unexpected event type %q in the corpus", path, e.Type)
 				continue
@@ -163,7 +177,8 @@ func TestCorpusPayloadShapes(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{TypeTurnStart, TypeUserMessage, TypeStepStart, TypeAssistantChunk,
-		TypeAssistantMessage, TypeToolCall, TypeToolResult, TypeStepEnd, TypeTurnEnd} {
+		TypeAssistantMessage, TypeToolCall, TypeToolResult, TypeStepEnd, TypeTurnEnd,
+		TypeContextMessage, TypeSteeringMessage, TypePromptBlocked, TypeHookInvoked, TypeHookResult} {
 		if seen[typ] == 0 {
 			t.Errorf("no %s event checked", typ)
 		}
@@ -179,7 +194,7 @@ func TestCorpusMessages(t *testing.T) {
 		t.Helper()
 		p, ok := byName[name]
 		if !ok {
-			t.Skipf("corpus file %s missing", name)
+			prereq.Missing(t, "corpus file %s missing", name)
 		}
 		log, err := ReadFile(p)
 		if err != nil {
@@ -295,4 +310,42 @@ func TestCorpusMessages(t *testing.T) {
 
 func relName(path string) string {
 	return filepath.Base(filepath.Dir(path)) + "/" + filepath.Base(path)
+}
+
+// The hook scenarios' context/message and steering/message are in the
+// derived messages where they were recorded, as user messages whose parts
+// are the content between the reference's tags (session/src/index.ts,
+// deriveMessages and renderTagged). hook-cc-stop-continue derives what the
+// reference sent on its second step: no two assistant messages back to
+// back.
+func TestHookSessionsDeriveTaggedMessages(t *testing.T) {
+	dir := filepath.Join(filepath.Dir(testcorpus.Sessions(t)), "hook-sessions")
+	text := func(s string) model.Part { return model.Part{Type: model.BlockText, Text: s} }
+	for name, want := range map[string]model.Message{
+		"hook-cc-stop-continue": {Role: model.RoleUser, Content: []model.Part{text(`<steering source="plugin">`),
+			text("Also reply with the single word SECOND, then stop."), text("</steering>")}},
+		"hook-cc-posttool-context": {Role: model.RoleUser, Content: []model.Part{text(`<context source="plugin">`),
+			text("Note: command output has been verified against the audit log."), text("</context>")}},
+	} {
+		log, err := ReadFile(filepath.Join(dir, name, "session.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := Messages(log.Events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(msgs, func(m model.Message) bool { return reflect.DeepEqual(m, want) })
+		if i < 0 {
+			t.Fatalf("%s: no message %+v in %+v", name, want, msgs)
+		}
+		for j := 1; j < len(msgs); j++ {
+			if msgs[j].Role == model.RoleAssistant && msgs[j-1].Role == model.RoleAssistant {
+				t.Fatalf("%s: messages %d and %d are both the assistant's", name, j-1, j)
+			}
+		}
+		if name == "hook-cc-stop-continue" && (len(msgs) != 4 || i != 2) {
+			t.Fatalf("%s: %d messages, the steering at %d; want 4, at 2", name, len(msgs), i)
+		}
+	}
 }

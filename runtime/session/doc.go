@@ -18,10 +18,14 @@
 // depends on type (see the Payload types: turn/start, user/message,
 // step/start, assistant/chunk, assistant/message, tool/call,
 // tool/result, step/end, turn/end, compact/start, compact/summary,
-// compact/end). Event types, keys and data this package does not know are
-// kept and written back as they were.
+// compact/end, context/message, steering/message, prompt/blocked,
+// hook/invoked, hook/result). Event types, keys and data this package
+// does not know are kept and written back as they were.
 //
-// Messages (user/message, assistant/message, tool/result) carry a
+// Messages (user/message, assistant/message, tool/result, and the
+// context/message and steering/message the model sees as user messages
+// wrapped in <context source="KIND"> or <steering source="KIND"> tags,
+// as the reference harness sends them) carry a
 // surfaceOp saying how they enter the conversation the model sees:
 // "append" adds to its end; {"op":"replace","start":S,"end":E}, written by
 // compaction, puts the message in place of the run of messages from the
@@ -35,17 +39,21 @@
 //
 // # Durability
 //
-// Session.Append keeps events in memory; Session.Flush, called by the
-// agent loop at the end of each turn, writes them in one write and fsyncs
-// the file. Create fsyncs the header (and a fork's seed) and the
+// Session.Append keeps events in memory; Session.Flush writes them in one
+// write and fsyncs the file. The agent loop flushes when a turn's user
+// messages are recorded, when an assistant message is recorded (before
+// its tools run), at each step end and at turn end. Create fsyncs the header (and a fork's seed) and the
 // directory before it returns. So after a crash the file holds everything
 // up to the last Flush that returned, and of the events appended since,
 // at most a prefix that the crash cut anywhere, even inside a line.
 //
 // Store.Open repairs that: it cuts off a torn last line (one that is not
-// valid JSON), and closes a turn left open by appending an error
-// tool/result ("interrupted: …") for each tool call without a result,
-// step/end for an open step, and turn/end with kind "interrupted". It
+// valid JSON), and closes a turn left open as the reference harness's
+// repair does (session/src/repair.ts): an error tool/result ("Tool call
+// interrupted by a crash; no result was recorded.", error
+// {InterruptedError, interrupted}) for each call of the open step's
+// assistant messages without a result, step/end for an open step, and
+// turn/end with kind "interrupted", all at the time of the last event. It
 // writes the repairs before returning and reports them in
 // Session.Recovery. A malformed line anywhere else is not crash damage:
 // Open refuses the file with a *CorruptError naming the line.

@@ -92,7 +92,8 @@ type SurfaceOp struct {
 // SurfaceRange names a run of surface events by the seqs of its first and
 // last events, both included, in surface order.
 type SurfaceRange struct {
-	Start, End int64
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
 }
 
 // MarshalJSON writes "append", "replace", or the ranged form

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
@@ -23,9 +24,17 @@ func corpusFiles(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Skipf("no session files in the conformance corpus at %s", sessions)
+		prereq.Missing(t, "no session files in the conformance corpus at %s", sessions)
 	}
-	return files
+	// The hook scenarios too: this package knows their event types.
+	hooks, err := filepath.Glob(filepath.Join(filepath.Dir(sessions), "hook-sessions", "*", "session*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) == 0 {
+		t.Fatalf("no hook-sessions files beside %s", sessions)
+	}
+	return append(files, hooks...)
 }
 
 // clock is a test clock: every reading is one millisecond after the last.

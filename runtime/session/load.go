@@ -149,7 +149,9 @@ func parse(data []byte, path string, now func() int64) (*state, Recovery, int64,
 	}
 
 	for _, e := range st.turn.closing() {
-		e.Seq, e.Time = int64(len(st.events)), now()
+		// The closers stand for the moment of the crash: they carry the
+		// time of the last event, as the reference's repair does.
+		e.Seq, e.Time = int64(len(st.events)), st.events[len(st.events)-1].Time
 		if err := st.add(e); err != nil {
 			return nil, Recovery{}, 0, corrupt(0, fmt.Errorf("closing the interrupted turn: %w", err))
 		}

@@ -88,13 +88,16 @@ func TestReadFileRepairsUnclosedTurn(t *testing.T) {
 			t.Errorf("closing event %d has seq %d, want %d", i, e.Seq, n+i)
 		}
 	}
-	res, err := As[ToolResult](rec.Closed[0])
-	if err != nil {
-		t.Fatal(err)
+	// The reference's closer, byte for byte (session/src/repair.ts), at
+	// the time of the last real event.
+	want := `{"turn":3,"step":1,"callId":"` + callID(3, 1) + `","content":[{"type":"text","text":"Tool call interrupted by a crash; no result was recorded."}],"isError":true,"error":{"name":"InterruptedError","code":"interrupted"}}`
+	if string(rec.Closed[0].Data) != want {
+		t.Errorf("tool result %s\nwant %s", rec.Closed[0].Data, want)
 	}
-	if res.CallID != callID(3, 1) || !res.IsError || !strings.HasPrefix(res.Content.Text(), "interrupted: ") ||
-		res.Turn != 3 || res.Step != 1 {
-		t.Errorf("tool result %+v", res)
+	for _, e := range rec.Closed {
+		if e.Time != m.st.events[n-1].Time {
+			t.Errorf("closer %s at time %d, want the last event's %d", e.Type, e.Time, m.st.events[n-1].Time)
+		}
 	}
 	if !slices.Equal(rec.Closed[0].SourceEventSeqs, []int64{call.Seq}) {
 		t.Errorf("tool result sources %v, want [%d]", rec.Closed[0].SourceEventSeqs, call.Seq)

@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
@@ -22,16 +23,22 @@ const (
 	TypeCompactStart     = "compact/start"
 	TypeCompactSummary   = "compact/summary"
 	TypeCompactEnd       = "compact/end"
+	TypeContextMessage   = "context/message"
+	TypeSteeringMessage  = "steering/message"
+	TypePromptBlocked    = "prompt/blocked"
+	TypeHookInvoked      = "hook/invoked"
+	TypeHookResult       = "hook/result"
 )
 
-// Turn end kinds (TurnEnd.Reason.Kind).
+// Turn end kinds (TurnEnd.Reason.Kind): the reference harness's.
 const (
 	EndCompleted   = "completed"
-	EndAborted     = "aborted"
-	EndError       = "error"
+	EndAborted     = "aborted"     // cancelled; Reason says by what, e.g. "session/cancel"
+	EndError       = "error"       // failed; Step, Message and, when known, Code
+	EndDisposed    = "disposed"    // the agent was closed while the turn ran
 	EndInterrupted = "interrupted" // written only by crash recovery
-	EndMaxTokens   = "max-tokens"
-	EndRejected    = "rejected"
+	EndMaxTokens   = "max-tokens"  // an answer hit the output-token ceiling, or the step cap was reached
+	EndRejected    = "rejected"    // every prompt of the turn was blocked; Reason says why
 )
 
 // Source and trigger kinds.
@@ -191,13 +198,115 @@ type TurnEnd struct {
 	Reason EndReason `json:"reason"`
 }
 
-// EndReason says why a turn ended.
+// EndReason says why a turn ended. It is written in the reference
+// harness's shapes: {kind:"error", step, message, code?}, {kind:"aborted",
+// reason?}, {kind:"rejected", reason}, and {kind} alone for the other
+// kinds. Fields a kind does not carry are not written.
 type EndReason struct {
 	Kind string `json:"kind"` // one of the End* constants
-	// Reason is a short machine-readable cause, e.g. "session/cancel".
+	// Reason is the cause of an aborted or rejected turn, e.g.
+	// "session/cancel".
 	Reason string `json:"reason,omitempty"`
-	// Message is a human-readable explanation, e.g. of an error.
+	// Step is the step an error happened in.
+	Step int `json:"step"`
+	// Message explains an error.
 	Message string `json:"message,omitempty"`
+	// Code classifies an error when it has a class (see the Code*
+	// constants of the agent package): AUTH, RATE_LIMIT, ...
+	Code string `json:"code,omitempty"`
+}
+
+// MarshalJSON writes the fields of r's kind, in the reference's key order.
+// A kind this package does not know keeps every field that is set.
+func (r EndReason) MarshalJSON() ([]byte, error) {
+	var o object
+	add := func(key string, v any) error {
+		b, err := marshal(v)
+		if err != nil {
+			return err
+		}
+		o.addRaw(key, b)
+		return nil
+	}
+	if err := add("kind", r.Kind); err != nil {
+		return nil, err
+	}
+	var err error
+	switch r.Kind {
+	case EndError:
+		o.addRaw("step", strconv.AppendInt(nil, int64(r.Step), 10))
+		err = add("message", r.Message)
+		if err == nil && r.Code != "" {
+			err = add("code", r.Code)
+		}
+	case EndAborted:
+		if r.Reason != "" {
+			err = add("reason", r.Reason)
+		}
+	case EndRejected:
+		err = add("reason", r.Reason)
+	case EndCompleted, EndDisposed, EndInterrupted, EndMaxTokens:
+	default:
+		for _, f := range []struct{ k, v string }{{"reason", r.Reason}, {"message", r.Message}, {"code", r.Code}} {
+			if err == nil && f.v != "" {
+				err = add(f.k, f.v)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o.bytes(), nil
+}
+
+// ContextMessage is context injected into the conversation (a hook's
+// additional context, a file-change notice). The model sees it as a user
+// message wrapped in <context source="KIND"> tags.
+type ContextMessage struct {
+	Content Parts  `json:"content"`
+	Source  Source `json:"source"`
+}
+
+// SteeringMessage is input that joins a running turn between steps (a
+// Stop hook's continuation). The model sees it as a user message wrapped
+// in <steering source="KIND"> tags.
+type SteeringMessage struct {
+	Turn    int    `json:"turn"`
+	Content Parts  `json:"content"`
+	Source  Source `json:"source"`
+}
+
+// PromptBlocked records a queued prompt a policy refused, in place of the
+// user message it would have become. The model does not see it.
+type PromptBlocked struct {
+	Content Parts  `json:"content"`
+	Source  Source `json:"source"`
+	Reason  string `json:"reason"`
+}
+
+// HookInvoked records that a hook handler was called at a hook point
+// (PreToolUse, PostToolUse, UserPromptSubmit, Stop, ...).
+type HookInvoked struct {
+	Turn      int    `json:"turn"`
+	Point     string `json:"point"`
+	Dialect   string `json:"dialect"`
+	HandlerID string `json:"handlerId"`
+	// Matcher is the tool-name matcher that selected the handler, if any.
+	Matcher string `json:"matcher,omitempty"`
+}
+
+// HookResult records what a hook handler decided.
+type HookResult struct {
+	Turn      int    `json:"turn"`
+	Point     string `json:"point"`
+	HandlerID string `json:"handlerId"`
+	// Decision is the handler's verdict: pass, block, ask, ...
+	Decision string `json:"decision"`
+	ExitCode int    `json:"exitCode"`
+	// StderrSummary is the start of the handler's stderr, when it wrote
+	// any; for a block it is the reason.
+	StderrSummary string  `json:"stderrSummary,omitempty"`
+	DurationMs    float64 `json:"durationMs"`
 }
 
 // CompactStart opens a compaction. Session.Compact writes the whole
@@ -208,17 +317,23 @@ type CompactStart struct {
 	Turn int    `json:"turn"`
 }
 
-// CompactSummary records the summary and the surface events it replaces.
+// CompactSummary records the summary and the surface events it replaces,
+// with the reference harness's provenance fields: the surface range it
+// shadows, the seqs in it, and their estimated tokens.
 type CompactSummary struct {
-	ID           string  `json:"compactionId"`
-	Summary      Parts   `json:"summary"`
-	ShadowedSeqs []int64 `json:"shadowedSeqs"`
+	ID                 string       `json:"compactionId"`
+	Summary            Parts        `json:"summary"`
+	ShadowedRange      SurfaceRange `json:"shadowedRange"`
+	ShadowedSeqs       []int64      `json:"shadowedSeqs"`
+	ShadowedTokenCount int          `json:"shadowedTokenCount"`
 }
 
-// CompactEnd closes a compaction.
+// CompactEnd closes a compaction. Error is set when it failed; the
+// surface is then unchanged.
 type CompactEnd struct {
-	ID   string `json:"compactionId"`
-	Turn int    `json:"turn"`
+	ID    string `json:"compactionId"`
+	Turn  int    `json:"turn"`
+	Error string `json:"error,omitempty"`
 }
 
 func (TurnStart) EventType() string        { return TypeTurnStart }
@@ -233,10 +348,19 @@ func (TurnEnd) EventType() string          { return TypeTurnEnd }
 func (CompactStart) EventType() string     { return TypeCompactStart }
 func (CompactSummary) EventType() string   { return TypeCompactSummary }
 func (CompactEnd) EventType() string       { return TypeCompactEnd }
+func (ContextMessage) EventType() string   { return TypeContextMessage }
+func (SteeringMessage) EventType() string  { return TypeSteeringMessage }
+func (PromptBlocked) EventType() string    { return TypePromptBlocked }
+func (HookInvoked) EventType() string      { return TypeHookInvoked }
+func (HookResult) EventType() string       { return TypeHookResult }
 
 // isSurfaceType reports whether events of type t become model messages.
 func isSurfaceType(t string) bool {
-	return t == TypeUserMessage || t == TypeAssistantMessage || t == TypeToolResult
+	switch t {
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeContextMessage, TypeSteeringMessage:
+		return true
+	}
+	return false
 }
 
 // isKnownType reports whether t is one of the Type constants.
@@ -244,7 +368,8 @@ func isKnownType(t string) bool {
 	switch t {
 	case TypeTurnStart, TypeUserMessage, TypeStepStart, TypeAssistantChunk,
 		TypeAssistantMessage, TypeToolCall, TypeToolResult, TypeStepEnd,
-		TypeTurnEnd, TypeCompactStart, TypeCompactSummary, TypeCompactEnd:
+		TypeTurnEnd, TypeCompactStart, TypeCompactSummary, TypeCompactEnd,
+		TypeContextMessage, TypeSteeringMessage, TypePromptBlocked, TypeHookInvoked, TypeHookResult:
 		return true
 	}
 	return false

@@ -93,6 +93,16 @@ func decodeKnown(e Event) (Payload, error) {
 			err = errors.New("tool/result has no callId")
 		}
 		p = v
+	case TypeContextMessage:
+		p, err = As[ContextMessage](e)
+	case TypeSteeringMessage:
+		p, err = As[SteeringMessage](e)
+	case TypePromptBlocked:
+		p, err = As[PromptBlocked](e)
+	case TypeHookInvoked:
+		p, err = As[HookInvoked](e)
+	case TypeHookResult:
+		p, err = As[HookResult](e)
 	default:
 		return nil, nil
 	}
@@ -184,18 +194,47 @@ func project(p Payload) *model.Message {
 	case ToolResult:
 		return &model.Message{
 			Role:       model.RoleTool,
-			Content:    []model.Part{{Type: model.BlockText, Text: v.Content.Text()}},
+			Content:    textParts(v.Content),
 			ToolCallID: v.CallID,
 			IsError:    v.IsError,
 		}
+	case ContextMessage:
+		return &model.Message{Role: model.RoleUser, Content: tagged("context", v.Content, v.Source)}
+	case SteeringMessage:
+		return &model.Message{Role: model.RoleUser, Content: tagged("steering", v.Content, v.Source)}
 	}
 	return nil
 }
 
+// textParts returns the text parts of content.
+func textParts(content Parts) []model.Part {
+	out := make([]model.Part, 0, len(content))
+	for _, p := range content {
+		if p.Type == model.BlockText {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// tagged wraps content the harness injected in <tag source="KIND"> and
+// </tag> text parts, as the reference harness renders context and
+// steering for the model (session/src/index.ts, renderTagged).
+func tagged(tag string, content Parts, src Source) []model.Part {
+	kind, _ := marshal(src.Kind) // a string always encodes
+	out := make([]model.Part, 0, len(content)+2)
+	out = append(out, model.Part{Type: model.BlockText, Text: "<" + tag + " source=" + string(kind) + ">"})
+	out = append(out, content...)
+	return append(out, model.Part{Type: model.BlockText, Text: "</" + tag + ">"})
+}
+
 // Messages derives the conversation the model sees from a session's
 // events: each user/message, assistant/message and tool/result with a
-// surface op becomes a user, assistant or tool message (a tool message's
-// text parts joined into one). "append" adds the message at the end; a
+// surface op becomes a user, assistant or tool message (a tool message
+// keeps the text parts of the result); a context/message or
+// steering/message becomes a user message whose parts are its content
+// between <context source="KIND"> and </context> (or <steering ...>)
+// text parts, as the reference harness sends them. "append" adds the message at the end; a
 // ranged "replace" puts it in place of the run of messages it names; a
 // bare "replace" puts it in place of all before it. Events without a
 // surface op are not seen. An assistant message with no content is left
@@ -232,7 +271,7 @@ type turnTracker struct {
 }
 
 type openCall struct {
-	seq        int64
+	seq        int64 // of the tool/call, or -1 when the call never ran
 	turn, step int
 	id, name   string
 }
@@ -244,7 +283,9 @@ func (t *turnTracker) observe(e Event, p Payload) {
 	case StepStart:
 		t.stepOpen, t.step = true, v.Step
 	case StepEnd:
-		t.stepOpen = false
+		// A closed step owes nothing: calls a cancel left unrun are
+		// not answered, as the reference's repair reads them.
+		t.stepOpen, t.calls = false, nil
 	case AssistantMessage:
 		// The calls the model made are open from the moment its message
 		// is recorded: the loop writes each tool/call only when it runs
@@ -252,7 +293,7 @@ func (t *turnTracker) observe(e Event, p Payload) {
 		if t.open {
 			for _, part := range v.Content {
 				if part.Type == model.BlockToolCall && !t.hasCall(part.ID) {
-					t.calls = append(t.calls, openCall{seq: e.Seq, turn: v.Turn, step: v.Step, id: part.ID, name: part.Name})
+					t.calls = append(t.calls, openCall{seq: -1, turn: v.Turn, step: v.Step, id: part.ID, name: part.Name})
 				}
 			}
 		}
@@ -263,8 +304,6 @@ func (t *turnTracker) observe(e Event, p Payload) {
 		// A repair result cites the tool/call when there is one.
 		if i := slices.IndexFunc(t.calls, func(c openCall) bool { return c.id == v.CallID }); i >= 0 {
 			t.calls[i].seq = e.Seq
-		} else {
-			t.calls = append(t.calls, openCall{seq: e.Seq, turn: v.Turn, step: v.Step, id: v.CallID, name: v.Name})
 		}
 	case ToolResult:
 		t.calls = slices.DeleteFunc(t.calls, func(c openCall) bool { return c.id == v.CallID })
@@ -277,22 +316,36 @@ func (t *turnTracker) hasCall(id string) bool {
 	return slices.ContainsFunc(t.calls, func(c openCall) bool { return c.id == id })
 }
 
+// Crash repair's tool result, as the reference harness writes it
+// (session/src/repair.ts).
+const (
+	interruptedText      = "Tool call interrupted by a crash; no result was recorded."
+	interruptedErrorName = "InterruptedError"
+	interruptedErrorCode = "interrupted"
+)
+
 // closing returns the events that close the open turn, if any: an error
-// result for each unanswered tool call, step/end for an open step, and
-// turn/end with kind interrupted. Their Seq and Time are not set.
+// result for each call of an assistant message of the open step that has
+// no result, step/end for an open step, and turn/end with kind
+// interrupted. Their Seq and Time are not set.
 func (t *turnTracker) closing() []Event {
 	if !t.open {
 		return nil
 	}
 	var evs []Event
 	for _, c := range t.calls {
-		evs = append(evs, NewEvent(ToolResult{
-			Turn:    c.turn,
+		e := NewEvent(ToolResult{
+			Turn:    t.turn,
 			Step:    c.step,
 			CallID:  c.id,
-			Content: TextContent(fmt.Sprintf("interrupted: the session ended before tool %q returned", c.name)),
+			Content: TextContent(interruptedText),
 			IsError: true,
-		}).WithSources(c.seq))
+			Error:   &ToolError{Name: interruptedErrorName, Code: interruptedErrorCode},
+		})
+		if c.seq >= 0 {
+			e = e.WithSources(c.seq)
+		}
+		evs = append(evs, e)
 	}
 	if t.stepOpen {
 		evs = append(evs, NewEvent(StepEnd{Turn: t.turn, Step: t.step}))

@@ -232,14 +232,16 @@ func TestParallelToolCallsWithSplitArguments(t *testing.T) {
 	if parts := acc.Parts(); len(parts) != 3 || parts[0].Type != model.BlockReasoning {
 		t.Fatalf("parts = %+v, want reasoning then two calls", parts)
 	}
-	// Only the first fragment of a call carries its id and name.
+	// Every fragment is a delta repeating its call's id and name, as the
+	// reference writes them (llm-deepseek/src/translate.ts).
 	var named []string
 	for _, c := range chunks {
-		if c.Type == model.ChunkToolCallDelta && c.ID != "" {
-			named = append(named, fmt.Sprintf("%d:%s:%s", c.Index, c.ID, c.Name))
+		if c.Type == model.ChunkToolCallDelta {
+			named = append(named, fmt.Sprintf("%d:%s:%s:%s", c.Index, c.ID, c.Name, c.ArgumentsDelta))
 		}
 	}
-	if want := []string{"1:call_00_a:bash", "2:call_01_b:read"}; !reflect.DeepEqual(named, want) {
+	if want := []string{"1:call_00_a:bash:", `1:call_00_a:bash:{"command": `, `2:call_01_b:read:{"file_path"`,
+		`1:call_00_a:bash:"ls"}`, `2:call_01_b:read:: "a.txt"}`}; !reflect.DeepEqual(named, want) {
 		t.Fatalf("named deltas = %v, want %v", named, want)
 	}
 	if u, _ := acc.Usage(); u != wantUsage {
@@ -289,14 +291,16 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleAssistant, Content: []model.Part{
 				{Type: model.BlockToolCall, ID: "call_2", Name: "bash", Arguments: `{"command":"pwd"}`},
 			}},
-			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: "/w"}}},
+			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: ""}}},
 			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "again"}}},
 		},
 		Tools: []model.Tool{
 			{Name: "bash", Description: "Run a command", Parameters: schema},
-			{Name: "noargs", Description: "Takes nothing"},
+			{Name: "noargs"},
 		},
-		MaxTokens: 1000,
+		MaxTokens:   1000,
+		Temperature: new(0.25),
+		Stop:        []string{"END", "STOP"},
 	}
 	if _, _, err := collect(t, context.Background(), p, req); err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -308,11 +312,13 @@ func TestRequestBody(t *testing.T) {
 		"thinking":         map[string]any{"type": "enabled"},
 		"reasoning_effort": "high",
 		"max_tokens":       float64(1000),
+		"temperature":      0.25,
+		"stop":             []any{"END", "STOP"},
 		"messages": []any{
 			map[string]any{"role": "system", "content": "You are a test."},
 			map[string]any{"role": "user", "content": "hi"},
 			map[string]any{"role": "assistant", "content": "Hello."},
-			map[string]any{"role": "user", "content": "first\n\nsecond"},
+			map[string]any{"role": "user", "content": "firstsecond"}, // joined with "", as the reference does
 			map[string]any{"role": "assistant", "content": "Running.", "reasoning_content": "I should run ls.",
 				"tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
 					"function": map[string]any{"name": "bash", "arguments": `{"command":"ls"}`}}}},
@@ -322,14 +328,14 @@ func TestRequestBody(t *testing.T) {
 			map[string]any{"role": "assistant", "content": "", "reasoning_content": "",
 				"tool_calls": []any{map[string]any{"id": "call_2", "type": "function",
 					"function": map[string]any{"name": "bash", "arguments": `{"command":"pwd"}`}}}},
-			map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "/w"},
+			map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "(no output)"},
 			map[string]any{"role": "user", "content": "again"},
 		},
 		"tools": []any{
 			map[string]any{"type": "function", "function": map[string]any{"name": "bash", "description": "Run a command",
 				"parameters": map[string]any{"type": "object", "required": []any{"command"},
 					"properties": map[string]any{"command": map[string]any{"type": "string"}}}}},
-			map[string]any{"type": "function", "function": map[string]any{"name": "noargs", "description": "Takes nothing",
+			map[string]any{"type": "function", "function": map[string]any{"name": "noargs", "description": "",
 				"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}},
 		},
 	}
@@ -544,9 +550,6 @@ func TestCutStreamNotRetried(t *testing.T) {
 			writeSSE(w, contentDelta("par"))
 			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"content":"ti`)
 		},
-		"done without finish": func(w http.ResponseWriter) {
-			writeSSE(w, contentDelta("par"), "[DONE]")
-		},
 		"connection dropped": func(w http.ResponseWriter) {
 			writeSSE(w, contentDelta("par"))
 			conn, buf, err := w.(http.Hijacker).Hijack()
@@ -579,6 +582,27 @@ func TestCutStreamNotRetried(t *testing.T) {
 	}
 }
 
+// [DONE] with no finish_reason before it is a whole answer that stopped,
+// as the reference reads it (llm-deepseek/src/translate.ts: pendingFinish
+// ?? {kind: 'stop'}).
+func TestDoneWithoutFinishIsStop(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {
+		startSSE(w)
+		writeSSE(w, contentDelta("par"), "[DONE]")
+	})
+	p := newProvider(t, s, nil)
+	chunks, acc, err := collect(t, context.Background(), p, simpleRequest())
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if r, _ := acc.FinishReason(); r != (model.FinishReason{Kind: model.FinishStop}) {
+		t.Fatalf("finish = %+v, want stop", r)
+	}
+	if last := chunks[len(chunks)-1]; last.Type != model.ChunkFinish {
+		t.Fatalf("last chunk = %+v", last)
+	}
+}
+
 func TestFinishedStreamWithoutDone(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {
 		startSSE(w)
@@ -589,7 +613,7 @@ func TestFinishedStreamWithoutDone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if r, _ := acc.FinishReason(); r.Kind != model.FinishLength {
+	if r, _ := acc.FinishReason(); r.Kind != model.FinishMaxTokens {
 		t.Fatalf("finish = %+v", r)
 	}
 }
@@ -661,10 +685,10 @@ func TestFinishReasons(t *testing.T) {
 	for raw, want := range map[string]model.FinishReason{
 		"stop":                         {Kind: model.FinishStop},
 		"tool_calls":                   {Kind: model.FinishToolCalls},
-		"length":                       {Kind: model.FinishLength},
-		"content_filter":               {Kind: model.FinishContentFilter},
-		"insufficient_system_resource": {Kind: model.FinishError},
-		"function_call":                {Kind: model.FinishOther, Raw: "function_call"},
+		"length":                       {Kind: model.FinishMaxTokens},
+		"content_filter":               {Kind: model.FinishError, Message: "model stopped: content_filter", Code: "CONTENT_FILTER"},
+		"insufficient_system_resource": {Kind: model.FinishError, Message: "model stopped: insufficient_system_resource", Code: "INSUFFICIENT_SYSTEM_RESOURCE"},
+		"function_call":                {Kind: model.FinishError, Message: "model stopped: function_call", Code: "FUNCTION_CALL"},
 	} {
 		if got := *finishReason(raw); got != want {
 			t.Errorf("finishReason(%q) = %+v, want %+v", raw, got, want)
@@ -836,5 +860,49 @@ func TestParseRetryAfter(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("parseRetryAfter(%q) = %s, %v; want %s, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// A cancelled step leaves calls that never ran without a result, as the
+// reference records it; the request shows the model only the calls that
+// ran, since the API refuses a tool call without a response.
+func TestUnansweredToolCallsDropped(t *testing.T) {
+	p := newProvider(t, newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {}), nil)
+	body, err := p.encodeRequest(&model.Request{Model: "m", Messages: []model.Message{
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "go"}}},
+		{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.BlockToolCall, ID: "a", Name: "bash", Arguments: `{}`},
+			{Type: model.BlockToolCall, ID: "b", Name: "bash", Arguments: `{}`},
+		}},
+		{Role: model.RoleTool, ToolCallID: "a", Content: []model.Part{{Type: model.BlockText, Text: "ran"}}},
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "next"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","messages":[{"role":"user","content":"go"},` +
+		`{"role":"assistant","content":"","reasoning_content":"","tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"a","content":"ran"},{"role":"user","content":"next"}],"stream":true,"stream_options":{"include_usage":true}}`
+	if string(body) != want {
+		t.Fatalf("body:\n%s\nwant:\n%s", body, want)
+	}
+}
+
+func TestAssistantWithOnlyUnansweredCallsDropped(t *testing.T) {
+	p := newProvider(t, newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {}), nil)
+	body, err := p.encodeRequest(&model.Request{Model: "m", Messages: []model.Message{
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "go"}}},
+		{Role: model.RoleAssistant, Content: []model.Part{
+			{Type: model.BlockReasoning, Text: "hm"},
+			{Type: model.BlockToolCall, ID: "a", Name: "bash", Arguments: `{}`},
+		}},
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "next"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","messages":[{"role":"user","content":"go"},{"role":"user","content":"next"}],"stream":true,"stream_options":{"include_usage":true}}`
+	if string(body) != want {
+		t.Fatalf("body:\n%s\nwant:\n%s", body, want)
 	}
 }

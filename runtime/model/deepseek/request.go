@@ -1,6 +1,7 @@
 package deepseek
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,16 +9,20 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
-// The request body of POST /chat/completions.
+// The request body of POST /chat/completions. Its keys are in the order
+// the reference harness writes them (llm-deepseek/src/serialize.ts), so
+// the same conversation serialises to the same bytes.
 type chatRequest struct {
 	Model           string        `json:"model"`
 	Messages        []chatMessage `json:"messages"`
-	Tools           []chatTool    `json:"tools,omitempty"`
-	MaxTokens       int           `json:"max_tokens,omitempty"`
 	Stream          bool          `json:"stream"`
 	StreamOptions   streamOptions `json:"stream_options"`
 	Thinking        *thinking     `json:"thinking,omitempty"`
 	ReasoningEffort string        `json:"reasoning_effort,omitempty"`
+	Tools           []chatTool    `json:"tools,omitempty"`
+	Temperature     *float64      `json:"temperature,omitempty"`
+	MaxTokens       int           `json:"max_tokens,omitempty"`
+	Stop            []string      `json:"stop,omitempty"`
 }
 
 type streamOptions struct {
@@ -29,11 +34,50 @@ type thinking struct {
 }
 
 type chatMessage struct {
-	Role             string         `json:"role"`
-	Content          string         `json:"content"`
-	ReasoningContent *string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []chatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	Role             string
+	Content          string
+	ReasoningContent *string
+	ToolCalls        []chatToolCall
+	ToolCallID       string
+}
+
+// MarshalJSON writes a message with the reference's keys in its order: a
+// tool message {role, tool_call_id, content}; an assistant message {role,
+// content, reasoning_content?, tool_calls?}, its content null when it has
+// neither text nor tool calls; others {role, content}.
+func (m chatMessage) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"role":`)
+	b = appendJSON(b, m.Role)
+	if m.Role == "tool" {
+		b = append(b, `,"tool_call_id":`...)
+		b = appendJSON(b, m.ToolCallID)
+	}
+	b = append(b, `,"content":`...)
+	if m.Role == "assistant" && m.Content == "" && len(m.ToolCalls) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSON(b, m.Content)
+	}
+	if m.ReasoningContent != nil {
+		b = append(b, `,"reasoning_content":`...)
+		b = appendJSON(b, *m.ReasoningContent)
+	}
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":`...)
+		b = appendJSON(b, m.ToolCalls)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends v encoded as JSON without HTML escaping, as
+// JSON.stringify writes it. v is always encodable here (strings and
+// plain structs).
+func appendJSON(b []byte, v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
 }
 
 type chatToolCall struct {
@@ -54,9 +98,12 @@ type chatTool struct {
 
 type chatToolDef struct {
 	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
+	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 }
+
+// noOutput is the content of a tool message whose result has no text.
+const noOutput = "(no output)"
 
 // emptySchema stands for a tool that takes no parameters.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -64,7 +111,10 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // encodeRequest renders req in DeepSeek's shape.
 //
 // The system prompt becomes the first message. User and tool messages
-// carry their text parts joined by a blank line. An assistant message
+// carry their text parts concatenated, as the reference harness joins
+// them; an empty tool output is sent as "(no output)", since the API
+// wants some content. A tool's description is sent even when empty.
+// Temperature and Stop are sent when the request sets them. An assistant message
 // carries its text parts concatenated, its tool calls, and its reasoning
 // as reasoning_content when keepToolTurnReasoning says thinking mode needs
 // it back.
@@ -82,6 +132,13 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("negative max tokens %d", req.MaxTokens)
 	}
+	if t := req.Temperature; t != nil {
+		if !(*t >= 0 && *t <= 2) { // also refuses NaN
+			return nil, fmt.Errorf("temperature %v is outside [0, 2]", *t)
+		}
+		body.Temperature = t
+	}
+	body.Stop = req.Stop
 	if p.cfg.Thinking != ThinkingDefault {
 		body.Thinking = &thinking{Type: p.cfg.Thinking}
 	}
@@ -96,6 +153,7 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 		}
 		body.Messages = append(body.Messages, cm)
 	}
+	body.Messages = dropUnansweredCalls(body.Messages)
 	keepToolTurnReasoning(body.Messages)
 	for i, t := range req.Tools {
 		if t.Name == "" {
@@ -112,7 +170,13 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 			Function: chatToolDef{Name: t.Name, Description: t.Description, Parameters: params},
 		})
 	}
-	return json.Marshal(body)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 func encodeMessage(m model.Message) (chatMessage, error) {
@@ -125,8 +189,11 @@ func encodeMessage(m model.Message) (chatMessage, error) {
 			}
 			texts = append(texts, p.Text)
 		}
-		cm := chatMessage{Role: m.Role, Content: strings.Join(texts, "\n\n")}
+		cm := chatMessage{Role: m.Role, Content: strings.Join(texts, "")}
 		if m.Role == model.RoleTool {
+			if cm.Content == "" {
+				cm.Content = noOutput
+			}
 			if m.ToolCallID == "" {
 				return chatMessage{}, fmt.Errorf("tool message without a tool call id")
 			}
@@ -169,6 +236,41 @@ func encodeMessage(m model.Message) (chatMessage, error) {
 		return cm, nil
 	}
 	return chatMessage{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// dropUnansweredCalls removes from each assistant message the tool calls
+// that no tool message answers before the next user or assistant
+// message. A turn cancelled between two calls of one step records nothing
+// for the calls that did not run, as the reference harness does, and the
+// API refuses a request in which a tool call has no response; the model
+// is shown only the calls that ran. An assistant message left with no
+// text and no call says nothing to the model, and is left out.
+func dropUnansweredCalls(msgs []chatMessage) []chatMessage {
+	out := msgs[:0]
+	for i := range msgs {
+		if msgs[i].Role != "assistant" || len(msgs[i].ToolCalls) == 0 {
+			out = append(out, msgs[i])
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			if m.Role != "tool" {
+				break
+			}
+			answered[m.ToolCallID] = true
+		}
+		calls := msgs[i].ToolCalls[:0:0]
+		for _, c := range msgs[i].ToolCalls {
+			if answered[c.ID] {
+				calls = append(calls, c)
+			}
+		}
+		msgs[i].ToolCalls = calls
+		if len(calls) > 0 || msgs[i].Content != "" {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
 }
 
 // keepToolTurnReasoning applies DeepSeek's thinking-mode rule: within a

@@ -81,6 +81,11 @@ func (u *usagePayload) usage() *model.Usage {
 	return out
 }
 
+// finishReason maps DeepSeek's finish_reason to the reference harness's
+// vocabulary. Every reason but stop, tool_calls and length is a failure
+// whose code is the reason in capitals: content_filter is CONTENT_FILTER,
+// insufficient_system_resource INSUFFICIENT_SYSTEM_RESOURCE, and a reason
+// this code does not know yet is an error too, never a silent success.
 func finishReason(raw string) *model.FinishReason {
 	switch raw {
 	case "stop":
@@ -88,13 +93,9 @@ func finishReason(raw string) *model.FinishReason {
 	case "tool_calls":
 		return &model.FinishReason{Kind: model.FinishToolCalls}
 	case "length":
-		return &model.FinishReason{Kind: model.FinishLength}
-	case "content_filter":
-		return &model.FinishReason{Kind: model.FinishContentFilter}
-	case "insufficient_system_resource":
-		return &model.FinishReason{Kind: model.FinishError}
+		return &model.FinishReason{Kind: model.FinishMaxTokens}
 	}
-	return &model.FinishReason{Kind: model.FinishOther, Raw: raw}
+	return &model.FinishReason{Kind: model.FinishError, Message: "model stopped: " + raw, Code: strings.ToUpper(raw)}
 }
 
 // stream is one response being read and mapped to chunks.
@@ -376,11 +377,12 @@ func (s *stream) toolCall(tc toolCallPayload) error {
 	if tc.Function.Name != "" && tc.Function.Name != b.part.Name {
 		return malformedf("tool call %d changed name from %q to %q", apiIndex, b.part.Name, tc.Function.Name)
 	}
-	if tc.Function.Arguments == "" {
-		return nil
-	}
+	// Every fragment is a delta carrying the call's id and name, as the
+	// reference's translation writes them (llm-deepseek/src/translate.ts)
+	// and its recorded sessions hold them.
 	b.buf.WriteString(tc.Function.Arguments)
-	return s.send(model.Chunk{Type: model.ChunkToolCallDelta, Index: bi, ArgumentsDelta: tc.Function.Arguments})
+	return s.send(model.Chunk{Type: model.ChunkToolCallDelta, Index: bi,
+		ID: b.part.ID, Name: b.part.Name, ArgumentsDelta: tc.Function.Arguments})
 }
 
 // open starts the next block.
@@ -393,7 +395,9 @@ func (s *stream) open(blockType string) (int, error) {
 // complete ends every block, then reports usage and the finish.
 func (s *stream) complete() error {
 	if s.finish == nil {
-		return fmt.Errorf("deepseek: %w: [DONE] without a finish reason", model.ErrStreamCut)
+		// [DONE] ends a whole answer: with no finish_reason before it,
+		// the model stopped (as the reference harness reads it).
+		s.finish = &model.FinishReason{Kind: model.FinishStop}
 	}
 	for i, b := range s.blocks {
 		part := b.part

@@ -40,11 +40,12 @@ type recSession struct {
 	id, parent string
 	createdAt  int64
 	steps      []*recStep
-	byKey      map[[2]int]int // (turn, step) → index into steps
+	byKey      map[[3]int]int // (turn, step, 1 for a compaction) → index into steps
 }
 
 type recStep struct {
 	turn, step int
+	compaction bool // the summary request of a compaction before (turn, step)
 	chunks     []recChunk
 }
 
@@ -88,12 +89,16 @@ func (r *Recorder) begin(meta model.RequestMeta) (*recStep, error) {
 	if !ok {
 		created := max(r.now().UnixMilli(), r.lastTime+1)
 		r.lastTime = created
-		s = &recSession{id: meta.SessionID, parent: meta.ParentSessionID, createdAt: created, byKey: map[[2]int]int{}}
+		s = &recSession{id: meta.SessionID, parent: meta.ParentSessionID, createdAt: created, byKey: map[[3]int]int{}}
 		r.sessions = append(r.sessions, s)
 		r.byID[meta.SessionID] = s
 	}
-	step := &recStep{turn: meta.Turn, step: meta.Step}
-	key := [2]int{meta.Turn, meta.Step}
+	compaction := meta.Purpose == model.PurposeCompaction
+	step := &recStep{turn: meta.Turn, step: meta.Step, compaction: compaction}
+	key := [3]int{meta.Turn, meta.Step, 0}
+	if compaction {
+		key[2] = 1
+	}
 	if i, ok := s.byKey[key]; ok {
 		s.steps[i] = step
 	} else {
@@ -117,7 +122,10 @@ func (r *Recorder) Sessions() []string {
 
 // WriteSession writes one session's recording as a session file: the
 // header, then its assistant/chunk events, step by step in the order the
-// steps were first asked for.
+// steps were first asked for. A compaction's summary request is written
+// as the session records one, compact/start and compact/summary (its
+// text), followed by the step/start of the step it prepares, so that the
+// file replays it.
 func (r *Recorder) WriteSession(w io.Writer, sessionID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -210,6 +218,28 @@ func (s *recSession) write(w io.Writer) error {
 	}
 	seq := 0
 	for _, st := range s.steps {
+		if st.compaction {
+			var text strings.Builder
+			var last int64
+			for _, c := range st.chunks {
+				if c.chunk.Type == model.ChunkTextDelta {
+					text.WriteString(c.chunk.Text)
+				}
+				last = c.time
+			}
+			summary := []model.Part{{Type: model.BlockText, Text: text.String()}}
+			for _, ev := range []any{
+				map[string]any{"type": eventCompactStart, "seq": seq, "time": last, "data": map[string]int{"turn": st.turn}},
+				map[string]any{"type": eventCompactSummary, "seq": seq + 1, "time": last, "data": map[string]any{"summary": summary}},
+				map[string]any{"type": eventStepStart, "seq": seq + 2, "time": last, "data": map[string]int{"turn": st.turn, "step": st.step}},
+			} {
+				if err := enc.Encode(ev); err != nil {
+					return fmt.Errorf("replay: writing session %q: %w", s.id, err)
+				}
+			}
+			seq += 3
+			continue
+		}
 		for _, c := range st.chunks {
 			ev := recordedEvent{Type: eventAssistantChunk, Seq: seq, Time: c.time,
 				Data: chunkEventJSON{Turn: st.turn, Step: st.step, Chunk: c.chunk}}

@@ -177,3 +177,53 @@ func TestRecorderUnknownSession(t *testing.T) {
 		t.Fatalf("WriteFiles with nothing recorded = %v", err)
 	}
 }
+
+// A compaction's summary request, which carries the (turn, step) of the
+// step it prepares, is recorded apart from that step's answer and replays
+// as the summary.
+func TestRecorderCompactionReplays(t *testing.T) {
+	var out bytes.Buffer
+	rec := NewRecorder(model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
+		text := "answer"
+		if req.Meta.Purpose == model.PurposeCompaction {
+			text = "SUMMARY of <it> & more"
+		}
+		for _, c := range textAnswer(text) {
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}), &out)
+	comp := model.RequestMeta{SessionID: "s", Turn: 2, Step: 1, Purpose: model.PurposeCompaction}
+	step := model.RequestMeta{SessionID: "s", Turn: 2, Step: 1}
+	for _, m := range []model.RequestMeta{{SessionID: "s", Turn: 1, Step: 1}, comp, step} {
+		if _, err := streamOf(t, rec, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadScript(bytes.NewReader(out.Bytes()), "rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := s.LookupCompaction(2, 1); !ok || c.Summary != "SUMMARY of <it> & more" {
+		t.Fatalf("compaction = %+v, %v; recording:\n%s", c, ok, out.Bytes())
+	}
+	p, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, want := range map[model.RequestMeta]string{comp: "SUMMARY of <it> & more", step: "answer"} {
+		chunks, err := streamOf(t, p, m)
+		var acc model.Accumulator
+		for _, c := range chunks {
+			acc.Add(c)
+		}
+		if err != nil || acc.Complete() != nil || acc.Message().Content[len(acc.Message().Content)-1].Text != want {
+			t.Fatalf("replay of %+v = %+v, %v", m, acc.Parts(), err)
+		}
+	}
+}

@@ -224,6 +224,14 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request, emit func(m
 		return p.answerOverride(ctx, meta, call, emit)
 	}
 	script := p.scripts[idx]
+	if meta.Purpose == model.PurposeCompaction {
+		c, ok := script.LookupCompaction(meta.Turn, meta.Step)
+		if !ok {
+			return fmt.Errorf("replay: %w for the compaction of session %q (script %s) before turn %d step %d",
+				model.ErrNoScript, meta.SessionID, script.Name, meta.Turn, meta.Step)
+		}
+		return stream(ctx, textChunks(c.Summary), emit)
+	}
 	step, ok := script.Lookup(meta.Turn, meta.Step)
 	if !ok {
 		return fmt.Errorf("replay: %w for session %q (script %s) turn %d step %d",
@@ -237,6 +245,17 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request, emit func(m
 			model.ErrStreamCut, meta.Turn, meta.Step, script.Name)
 	}
 	return nil
+}
+
+// textChunks is a whole answer of one text block.
+func textChunks(text string) []model.Chunk {
+	part := model.Part{Type: model.BlockText, Text: text}
+	return []model.Chunk{
+		{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
+		{Type: model.ChunkTextDelta, Index: 0, Text: text},
+		{Type: model.ChunkBlockEnd, Index: 0, Block: &part},
+		{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
+	}
 }
 
 func (p *Provider) answerOverride(ctx context.Context, meta model.RequestMeta, call int, emit func(model.Chunk) error) error {

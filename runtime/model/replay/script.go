@@ -30,6 +30,28 @@ type Script struct {
 	// parent. They are not part of the script.
 	SeedLength int
 	Steps      []Step
+	// Compactions are the recorded summaries of the session's
+	// compactions, each with the (turn, step) of the step it prepared:
+	// the answers to compaction requests (Meta.Purpose
+	// model.PurposeCompaction).
+	Compactions []Compaction
+}
+
+// Compaction is the recorded answer to one compaction request.
+type Compaction struct {
+	Turn, Step int
+	Summary    string
+}
+
+// LookupCompaction returns the summary recorded for a compaction before
+// (turn, step).
+func (s *Script) LookupCompaction(turn, step int) (Compaction, bool) {
+	for _, c := range s.Compactions {
+		if c.Turn == turn && c.Step == step {
+			return c, true
+		}
+	}
+	return Compaction{}, false
 }
 
 // Step is the recorded answer to one model call.
@@ -75,7 +97,22 @@ type chunkEventData struct {
 	Chunk *model.Chunk `json:"chunk"`
 }
 
-const eventAssistantChunk = "assistant/chunk"
+const (
+	eventAssistantChunk = "assistant/chunk"
+	eventCompactStart   = "compact/start"
+	eventCompactSummary = "compact/summary"
+	eventStepStart      = "step/start"
+)
+
+// compactData is what a compaction's events carry that replay needs.
+type compactData struct {
+	Turn    *int `json:"turn"`
+	Summary []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"summary"`
+	Step *int `json:"step"`
+}
 
 // LoadScript reads the session file at path.
 func LoadScript(path string) (*Script, error) {
@@ -89,7 +126,9 @@ func LoadScript(path string) (*Script, error) {
 
 // ReadScript reads a session in the JSONL session format (version 0): a
 // header line, then events. It groups the assistant/chunk events after the
-// fork seed by (turn, step) and keeps nothing else; other event types,
+// fork seed by (turn, step), and keeps each compaction's summary
+// (compact/summary) with the turn of its compact/start and the step of
+// the step/start that follows it. It keeps nothing else; other event types,
 // known or not, are skipped. A torn last line (no newline, not JSON), as a
 // crash leaves it, is ignored. name labels errors.
 func ReadScript(r io.Reader, name string) (*Script, error) {
@@ -100,6 +139,7 @@ func ReadScript(r io.Reader, name string) (*Script, error) {
 	lineNo, events := 0, 0
 	var s *Script
 	index := map[[2]int]int{}
+	var pending *Compaction // a summary waiting for the step it prepares
 	for {
 		raw, readErr := br.ReadBytes('\n')
 		if readErr != nil && readErr != io.EOF {
@@ -128,10 +168,18 @@ func ReadScript(r io.Reader, name string) (*Script, error) {
 					return nil, bad(lineNo, "%v", err)
 				}
 				events++
-				if ev.Type == eventAssistantChunk && events > s.SeedLength {
-					if err := s.addChunk(ev.Data, index); err != nil {
-						return nil, bad(lineNo, "%v", err)
-					}
+				if events <= s.SeedLength {
+					continue
+				}
+				var err error
+				switch ev.Type {
+				case eventAssistantChunk:
+					err = s.addChunk(ev.Data, index)
+				case eventCompactStart, eventCompactSummary, eventStepStart:
+					err = s.observeCompaction(ev, &pending)
+				}
+				if err != nil {
+					return nil, bad(lineNo, "%v", err)
 				}
 			}
 		}
@@ -205,5 +253,45 @@ func (s *Script) addChunk(data json.RawMessage, index map[[2]int]int) error {
 		s.Steps = append(s.Steps, Step{Turn: *d.Turn, Step: *d.Step})
 	}
 	s.Steps[i].Chunks = append(s.Steps[i].Chunks, *d.Chunk)
+	return nil
+}
+
+// observeCompaction follows a compaction's events: compact/start gives the
+// turn, compact/summary the summary, and the next step/start the step.
+// Compaction records of a shape it does not know are skipped, as a loader
+// keeps event types it does not use; a step/start must be well formed.
+func (s *Script) observeCompaction(ev event, pending **Compaction) error {
+	var d compactData
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if ev.Type == eventStepStart {
+			return fmt.Errorf("%s: %v", ev.Type, err)
+		}
+		*pending = nil
+		return nil
+	}
+	switch ev.Type {
+	case eventCompactStart:
+		*pending = nil
+		if d.Turn != nil {
+			*pending = &Compaction{Turn: *d.Turn, Step: -1}
+		}
+	case eventCompactSummary:
+		if *pending == nil {
+			return nil
+		}
+		var text bytes.Buffer
+		for _, p := range d.Summary {
+			if p.Type == model.BlockText {
+				text.WriteString(p.Text)
+			}
+		}
+		(*pending).Summary, (*pending).Step = text.String(), 0
+	case eventStepStart:
+		if c := *pending; c != nil && c.Step == 0 && d.Turn != nil && d.Step != nil && *d.Turn == c.Turn {
+			c.Step = *d.Step
+			s.Compactions = append(s.Compactions, *c)
+		}
+		*pending = nil
+	}
 	return nil
 }
