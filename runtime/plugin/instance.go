@@ -78,6 +78,7 @@ type callState struct {
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
+	scoped bool       // dsh_setup called a host function that is not setupNeutral
 	facts  *prompt.AgentFacts
 	export string
 }
@@ -172,6 +173,9 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		ictx = instantiateContext(ctx, img, &alloc)
 	}
 	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
+	if img != nil {
+		img.mem.release() // mapped (or not) by now
+	}
 	if err != nil {
 		lw.Close()
 		if jail != nil {
@@ -239,16 +243,22 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if first {
 		return in, nil
 	}
-	if in.fns[hostfns.ExportSetup] == nil {
+	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
 		return in, nil
 	}
-	st, out, err := in.invoke(ctx, &callState{setup: true, facts: facts}, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
+	cs := &callState{setup: true, facts: facts}
+	st, out, err := in.invoke(ctx, cs, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
 	if err == nil && st == hostfns.OutError {
 		err = &CallError{Plugin: p.name, Export: hostfns.ExportSetup, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
 	}
 	if err != nil {
 		in.close(ctx)
 		return nil, err
+	}
+	if !cs.scoped && in.memg != nil {
+		// A setup that asked the host nothing about the agent ends in the
+		// same state for every agent: later instances can skip it too.
+		p.captureSetup(mod, env)
 	}
 	return in, nil
 }
