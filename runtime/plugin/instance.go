@@ -157,20 +157,18 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if err != nil {
 		return nil, err
 	}
-	// Instrumented modules get memory outside the Go heap that grows in
-	// place, and start from an image when there is one for this
-	// environment (image.go). The fallback's wazero may close a module
-	// from its own goroutine mid-call, so it keeps wazero's memory.
+	// An instance starts from an image when there is one for this
+	// environment (image.go): its memory is the image mapped outside the
+	// Go heap. Others keep wazero's own memory.
 	var alloc allocation
 	var img *image
 	env := ""
 	ictx := ctx
-	if p.interruptible {
-		if p.snapshots {
-			env = p.environment(jail, p.envList())
-			img = p.imageFor(env)
+	if p.snapshots {
+		env = p.environment(jail, p.envList())
+		if img = p.imageFor(env); img != nil {
+			ictx = instantiateContext(ctx, img, &alloc)
 		}
-		ictx = instantiateContext(ctx, img, &alloc)
 	}
 	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
 	if img != nil {
@@ -229,7 +227,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 				return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
 			}
 		}
-		if p.snapshots && alloc.guard != nil {
+		if p.snapshots {
 			p.capture(mod, env)
 		}
 	}
@@ -255,7 +253,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		in.close(ctx)
 		return nil, err
 	}
-	if !cs.scoped && in.memg != nil {
+	if !cs.scoped {
 		// A setup that asked the host nothing about the agent ends in the
 		// same state for every agent: later instances can skip it too.
 		p.captureSetup(mod, env)
