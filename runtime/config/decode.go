@@ -613,6 +613,10 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"state_bytes":  func(v *yaml.Node, f string) { l.StateBytes = d.size(v, f, 1, MaxStateBytes) },
 		"disk_bytes":   func(v *yaml.Node, f string) { l.DiskBytes = d.size(v, f, 1, MaxDiskBytes) },
 		"disk_files":   func(v *yaml.Node, f string) { l.DiskFiles = d.count(v, f, 1, MaxDiskFiles) },
+		"snapshot": func(v *yaml.Node, f string) {
+			b := d.boolean(v, f)
+			l.Snapshot = &b
+		},
 	})
 	if msg := l.checkWall(); msg != "" {
 		d.fail(wallNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "limits"}, n}, Line: n.Line}), join(field, "wall_timeout"), "%s", msg)

@@ -36,7 +36,8 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
 		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout,
 			WallTimeout: g.Limits.WallTimeout, HostBytes: int64(g.Limits.HostBytes), PromptBytes: int64(g.Limits.PromptBytes),
-			LogBytes: int64(g.Limits.LogBytes), StateBytes: int64(g.Limits.StateBytes)},
+			LogBytes: int64(g.Limits.LogBytes), StateBytes: int64(g.Limits.StateBytes),
+			NoSnapshot: g.Limits.Snapshot != nil && !*g.Limits.Snapshot},
 	}
 	return spec, nil
 }

@@ -105,6 +105,10 @@ type Limits struct {
 	// a StateStore that implements LimitedStateStore, as the built-in
 	// ones do).
 	StateBytes int64
+	// NoSnapshot makes every instance run the module's initialiser instead
+	// of starting from an image of a freshly initialised instance (see
+	// image.go).
+	NoSnapshot bool
 }
 
 // Default limits.

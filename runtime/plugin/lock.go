@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -65,7 +64,7 @@ func (in *instance) acquire(ctx context.Context, root *callState) error {
 	case <-ctx.Done():
 		return fmt.Errorf("call cancelled while waiting for the instance: %w", context.Cause(ctx))
 	case <-in.closing:
-		return errors.New("instance closed")
+		return errInstanceClosed
 	}
 }
 
