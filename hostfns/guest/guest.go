@@ -318,6 +318,33 @@ func AppendSessionEvent(typ string, data any) error {
 	return err
 }
 
+// SubagentProviders lists the deployment's subagent providers.
+func SubagentProviders() ([]hostfns.SubagentProvider, error) {
+	b, err := Call(hostfns.FnSubagentProviders, []byte("{}"))
+	if err != nil {
+		return nil, err
+	}
+	var r hostfns.SubagentProviders
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("subagent_providers: decode: %w", err)
+	}
+	return r.Providers, nil
+}
+
+// RunSubagent runs a child agent on provider (granted under
+// grants.subagents) and waits for it. Only a tool call may run one.
+func RunSubagent(provider, description, prompt string) (hostfns.SubagentRunResponse, error) {
+	var r hostfns.SubagentRunResponse
+	b, err := Call(hostfns.FnSubagentRun, hostfns.SubagentRunRequest{Provider: provider, Description: description, Prompt: prompt})
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("subagent_run: decode: %w", err)
+	}
+	return r, nil
+}
+
 // Call calls host function fn with req marshalled as JSON (a []byte or
 // json.RawMessage req is sent as is) and returns the response payload.
 func Call(fn string, req any) ([]byte, error) {

@@ -110,6 +110,11 @@ type Grants struct {
 	// "todo/write". Core types can never be granted: see
 	// CheckSessionEventType.
 	SessionEvents []string `yaml:"session_events,omitempty"`
+	// Subagents are the subagent providers (such as "spawn" and "fork")
+	// the plugin may start children on with subagent_run, from a tool
+	// call. A child has its own tools and grants: this grant reaches,
+	// indirectly, everything a child can do.
+	Subagents []string `yaml:"subagents,omitempty"`
 }
 
 // FSMode is the access an fs grant gives.

@@ -103,6 +103,11 @@ func (e Entry) Validate() error {
 			bad(fmt.Sprintf("grants.session_events[%d]", i), msg)
 		}
 	}
+	for i, v := range g.Subagents {
+		if msg := CheckSubagentProvider(v); msg != "" {
+			bad(fmt.Sprintf("grants.subagents[%d]", i), msg)
+		}
+	}
 	return errors.Join(errs...)
 }
 
