@@ -185,6 +185,16 @@ func (p *Plugin) Need(c hostfns.Capabilities) error {
 	return err
 }
 
+// RegisterTool registers a tool after dsh_init, from the load-time
+// instance while it handles an event that belongs to no agent (a plugin
+// that offers a tool only while something it needs exists). In dsh_init
+// use Plugin.Tool.
+func RegisterTool(t Tool, fn ToolFunc) error {
+	tools[t.Name] = toolHandler{plain: fn}
+	_, err := Call(hostfns.FnToolRegister, hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	return err
+}
+
 // Unregister removes one of this plugin's registrations: kind is
 // "section", "variable" or "tool". Allowed only in the load-time instance.
 func Unregister(kind, name string) error {

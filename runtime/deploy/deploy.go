@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // Errors returned by this package, wrapped with detail; test with
@@ -76,6 +77,10 @@ type Options struct {
 	Compaction *agent.CompactionOptions
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
 	MaxSteps int
+	// SubagentDepth is the deepest a child agent of the built-in spawn
+	// and fork providers may be (a top-level agent is 0); 0 means
+	// subagent.DefaultMaxDepth.
+	SubagentDepth int
 	// Limits are the deployment-wide bounds.
 	Limits Limits
 
@@ -123,7 +128,10 @@ type Deployment struct {
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
+	byID     map[string]*Session
 	closed   bool
+
+	subs *subagent.Registry
 }
 
 // Owners of registrations, as Explain reports them.
@@ -176,8 +184,10 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		natives:  natives,
 		owners:   map[string]string{},
 		sessions: map[*Session]struct{}{},
+		byID:     map[string]*Session{},
 		provider: opts.Provider,
 	}
+	d.subs = subagent.NewRegistry(d.bus)
 	d.cache = opts.Cache
 	if d.cache == nil {
 		d.ownCache = true
@@ -199,7 +209,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		builtins = guests.FS
 	}
 	d.host, err = plugin.New(plugin.Options{Registry: d.reg, Bus: d.bus, Logger: logger,
-		Builtins: builtins, Cache: d.cache, State: d.state})
+		Builtins: builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d}})
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
 	}
@@ -223,6 +233,9 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		for _, t := range c.Tools {
 			d.owners["tool:"+t.Name] = owner
 		}
+	}
+	if err := d.registerSubagentProviders(ctx); err != nil {
+		return nil, err
 	}
 	if opts.Compaction != nil {
 		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
