@@ -299,7 +299,42 @@ func (d *Deployment) Model() string { return d.opts.Model }
 // Owner names who registered a section, tool or variable ("section",
 // "tool" or "variable" and its name): OwnerHarness, OwnerDeployment or
 // "plugin NAME"; empty when unknown.
-func (d *Deployment) Owner(kind, name string) string { return d.owners[kind+":"+name] }
+func (d *Deployment) Owner(kind, name string) string {
+	if o := d.owners[kind+":"+name]; o != "" {
+		return o
+	}
+	// A plugin may register after its load (the subagent tool, when its
+	// provider arrives): ask the plugins as they are now.
+	if d.host == nil {
+		return ""
+	}
+	for _, pn := range d.host.Plugins() {
+		p := d.host.Plugin(pn)
+		if p == nil {
+			continue
+		}
+		c := p.Contribution()
+		switch kind {
+		case "tool":
+			for _, t := range c.Tools {
+				if t.Name == name {
+					return "plugin " + pn
+				}
+			}
+		case "section":
+			for _, s := range c.Sections {
+				if s.Name == name {
+					return "plugin " + pn
+				}
+			}
+		case "variable":
+			if slices.Contains(c.Variables, name) {
+				return "plugin " + pn
+			}
+		}
+	}
+	return ""
+}
 
 // liveProvider returns the provider of sessions without a replay file.
 func (d *Deployment) liveProvider() (model.Provider, error) {
