@@ -499,3 +499,27 @@ func TestBuiltinProviders(t *testing.T) {
 		t.Fatalf("providers %+v", got)
 	}
 }
+
+// A child that does not complete is a tool error for the parent's model,
+// carrying the child's stop reason.
+func TestChildThatDoesNotCompleteIsAToolError(t *testing.T) {
+	b := delegate("subagent", "fail", func(context.Context, *model.Request) (scripted.Answer, error) {
+		return scripted.Answer{}, errors.New("model unavailable")
+	})
+	d := open(t, deploy.Options{Model: "test-model", Provider: b,
+		Plugins: []plugin.Spec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
+	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Prompt(context.Background(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Text, "ERR:") || !strings.Contains(res.Text, `did not complete`) || !strings.Contains(res.Text, `"error"`) {
+		t.Fatalf("parent saw %q, want a tool error with the child's stop reason", res.Text)
+	}
+	if res.End.Kind != session.EndCompleted {
+		t.Fatalf("the parent's turn ended %+v: a failed child must not end it", res.End)
+	}
+}
