@@ -81,6 +81,9 @@ type Options struct {
 	// and fork providers may be (a top-level agent is 0); 0 means
 	// subagent.DefaultMaxDepth.
 	SubagentDepth int
+	// ACPProviders are external ACP agents registered as subagent
+	// providers after spawn and fork.
+	ACPProviders []ACPProviderOptions
 	// Limits are the deployment-wide bounds.
 	Limits Limits
 

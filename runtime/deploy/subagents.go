@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -39,6 +41,21 @@ func (d *Deployment) registerSubagentProviders(ctx context.Context) error {
 		&localProvider{d: d, name: ProviderSpawn, caps: caps},
 		&localProvider{d: d, name: ProviderFork, fork: true, caps: caps},
 	} {
+		if err := d.subs.Register(ctx, p); err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+	}
+	for _, o := range d.opts.ACPProviders {
+		if o.MaxDepth == 0 {
+			o.MaxDepth = d.opts.SubagentDepth
+		}
+		if o.Stderr == nil {
+			o.Stderr = logWriter{d.log, o.Name}
+		}
+		p, err := d.NewACPProvider(o)
+		if err != nil {
+			return err
+		}
 		if err := d.subs.Register(ctx, p); err != nil {
 			return fmt.Errorf("deploy: %w", err)
 		}
@@ -149,4 +166,16 @@ func (h subagentHost) Run(ctx context.Context, parent prompt.AgentFacts, req hos
 		return hostfns.SubagentRunResponse{}, err
 	}
 	return hostfns.SubagentRunResponse{StopReason: res.StopReason, Text: res.Text, ChildSession: res.ChildSession}, nil
+}
+
+// logWriter sends an ACP child's standard error to the logger, a line per
+// write.
+type logWriter struct {
+	log  *slog.Logger
+	name string
+}
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.log.Info("ACP subagent stderr", "provider", w.name, "text", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
@@ -521,5 +523,46 @@ func TestChildThatDoesNotCompleteIsAToolError(t *testing.T) {
 	}
 	if res.End.Kind != session.EndCompleted {
 		t.Fatalf("the parent's turn ended %+v: a failed child must not end it", res.End)
+	}
+}
+
+// A deployment file's subagents section sets the depth limit and adds its
+// ACP agents as providers, and a guest bound to one offers its tool.
+func TestOpenRegistersACPProvidersFromTheFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "dsh.yml")
+	src := `model: m
+sessions: state
+plugins:
+  - name: review
+    source: builtin:subagent
+    config: {provider: reviewer, tool_name: review}
+    grants: {subagents: [reviewer]}
+subagents:
+  max_depth: 2
+  acp:
+    - {name: reviewer, command: [some-acp-agent, --stdio]}
+`
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	var names []string
+	for _, p := range d.Subagents().Providers() {
+		names = append(names, p.Name)
+		if p.Capabilities.MaxDepth != 2 {
+			t.Errorf("provider %s has depth limit %d, want the file's 2", p.Name, p.Capabilities.MaxDepth)
+		}
+	}
+	if !slices.Equal(names, []string{"spawn", "fork", "reviewer"}) {
+		t.Fatalf("providers %v", names)
+	}
+	if desc, ok := toolDesc(d, "review"); !ok || !strings.Contains(desc, "does not see this conversation") {
+		t.Fatalf("the ACP-bound tool: %v %q", ok, desc)
 	}
 }
