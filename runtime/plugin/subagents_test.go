@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -91,5 +92,64 @@ func TestSubagentRunOnlyFromATool(t *testing.T) {
 	}
 	if len(subs.runs) != 1 || subs.runs[0].Prompt != "p" {
 		t.Fatalf("runs %+v", subs.runs)
+	}
+}
+
+// slowSubagents is a child that takes wait, or until the parent's
+// context ends.
+type slowSubagents struct {
+	fakeSubagents
+	wait time.Duration
+}
+
+func (s *slowSubagents) Run(ctx context.Context, parent prompt.AgentFacts, req hostfns.SubagentRunRequest) (hostfns.SubagentRunResponse, error) {
+	select {
+	case <-time.After(s.wait):
+		return s.fakeSubagents.Run(ctx, parent, req)
+	case <-ctx.Done():
+		return hostfns.SubagentRunResponse{StopReason: "aborted"}, nil
+	}
+}
+
+// TestSubagentTimeIsNotTheCallersBudget: a child that runs past the
+// calling plugin's compute budget does not kill the call, and the
+// caller's cancellation reaches it.
+func TestSubagentTimeIsNotTheCallersBudget(t *testing.T) {
+	subs := &slowSubagents{wait: 1500 * time.Millisecond}
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(t), Logger: slog.New(slog.DiscardHandler), Subagents: subs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	g := &config.Grants{Subagents: []string{"spawn"}}
+	spec := Spec{Name: "kit", Source: testkit(t), Grants: g, Config: cfg(t, map[string]any{"tools": []string{"probe"}}),
+		Limits: Limits{CallTimeout: 300 * time.Millisecond}}
+	if _, err := h.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]map[string]string{{"fn": hostfns.FnSubagentRun, "req": `{"provider":"spawn","description":"d","prompt":"p"}`}})
+	r, err := h.CallTool(bg, agent("a", "m"), "probe", args)
+	if err != nil || r.IsError || !strings.Contains(r.Text, "child of a") {
+		t.Fatalf("a child longer than the caller's budget: %+v, %v", r, err)
+	}
+	subs.wait = time.Hour
+	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
+	defer cancel()
+	type out struct {
+		r   ToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		r, err := h.CallTool(ctx, agent("a", "m"), "probe", args)
+		done <- out{r, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err == nil && !o.r.IsError && !strings.Contains(o.r.Text, "aborted") {
+			t.Fatalf("cancelled call: %+v", o.r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the caller's cancellation did not reach the child")
 	}
 }
