@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -564,5 +565,49 @@ subagents:
 	}
 	if desc, ok := toolDesc(d, "review"); !ok || !strings.Contains(desc, "does not see this conversation") {
 		t.Fatalf("the ACP-bound tool: %v %q", ok, desc)
+	}
+}
+
+// A child gets its own instance of every plugin: a counter the parent
+// bumped starts afresh in the child, and the child's calls do not move
+// the parent's.
+func TestChildHasItsOwnPluginInstances(t *testing.T) {
+	var mu sync.Mutex
+	var parentResults []string
+	b := &brain{answer: func(_ context.Context, req *model.Request) (scripted.Answer, error) {
+		if req.Meta.ParentSessionID != "" {
+			if req.Meta.Step == 1 {
+				return scripted.Answer{Calls: []scripted.Call{{ID: "k1", Name: "counter", Arguments: `{}`}}}, nil
+			}
+			text, _, _ := lastToolResult(req)
+			return scripted.Answer{Text: text}, nil
+		}
+		if req.Meta.Step > 1 {
+			text, _, _ := lastToolResult(req)
+			mu.Lock()
+			parentResults = append(parentResults, text)
+			mu.Unlock()
+		}
+		switch req.Meta.Step {
+		case 1, 3:
+			return scripted.Answer{Calls: []scripted.Call{{ID: fmt.Sprint("p", req.Meta.Step), Name: "counter", Arguments: `{}`}}}, nil
+		case 2:
+			return scripted.Answer{Calls: []scripted.Call{{ID: "p2", Name: "subagent", Arguments: `{"description":"count","prompt":"count once"}`}}}, nil
+		}
+		return scripted.Answer{Text: "done"}, nil
+	}}
+	d := open(t, deploy.Options{Model: "test-model", Provider: b, Plugins: []plugin.Spec{
+		testkit(t, "kit", map[string]any{"tools": []string{"counter"}}),
+		subagentGuest("subagent", "spawn", "subagent", "spawn"),
+	}})
+	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Prompt(context.Background(), "count"); err != nil || res.Text != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !slices.Equal(parentResults, []string{"1", "1", "2"}) {
+		t.Fatalf("parent saw counter, child's counter, counter = %v; want 1, 1, 2 (separate instances)", parentResults)
 	}
 }
