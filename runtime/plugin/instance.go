@@ -61,6 +61,8 @@ type callState struct {
 	setup  bool       // in dsh_setup
 	facts  *prompt.AgentFacts
 	export string
+	// subagentRuns counts the children this call started (subagent_run).
+	subagentRuns int
 }
 
 // activeKey marks, on a context, the instances with a call in progress

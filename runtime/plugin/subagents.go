@@ -21,6 +21,12 @@ type Subagents interface {
 	Run(ctx context.Context, parent prompt.AgentFacts, req hostfns.SubagentRunRequest) (hostfns.SubagentRunResponse, error)
 }
 
+// MaxSubagentRunsPerCall bounds the children one tool call may run: the
+// wait for a child costs the caller no compute budget, so without it a
+// granted plugin could run children in a loop for as long as the turn
+// lasts.
+const MaxSubagentRunsPerCall = 8
+
 type subagentsKey struct{}
 
 // WithSubagents returns ctx carrying s: subagent_run calls made under ctx
@@ -68,6 +74,10 @@ func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 	if r.Prompt == "" {
 		return nil, hostfns.ErrRule, "prompt is empty"
 	}
+	if cs.subagentRuns >= MaxSubagentRunsPerCall {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("a tool call may run at most %d child agents", MaxSubagentRunsPerCall)
+	}
+	cs.subagentRuns++
 	s := subagentsOf(cs.ctx)
 	if s == nil {
 		s = p.h.subagents

@@ -93,6 +93,31 @@ func TestSubagentRunOnlyFromATool(t *testing.T) {
 	if len(subs.runs) != 1 || subs.runs[0].Prompt != "p" {
 		t.Fatalf("runs %+v", subs.runs)
 	}
+	// One call may run at most MaxSubagentRunsPerCall children.
+	many := make([]map[string]string, MaxSubagentRunsPerCall+1)
+	for i := range many {
+		many[i] = map[string]string{"fn": hostfns.FnSubagentRun, "req": run}
+	}
+	args, _ := json.Marshal(many)
+	r, err := h.CallTool(bg, agent("a", "m"), "probe", args)
+	if err != nil || r.IsError {
+		t.Fatalf("probe: %+v, %v", r, err)
+	}
+	var got []probeOut
+	if err := json.Unmarshal([]byte(r.Text), &got); err != nil || len(got) != len(many) {
+		t.Fatalf("probe results %.300s: %v", r.Text, err)
+	}
+	for i, p := range got[:MaxSubagentRunsPerCall] {
+		if p.Status != 0 {
+			t.Fatalf("run %d under the quota: %+v", i, p)
+		}
+	}
+	if p := got[MaxSubagentRunsPerCall]; hostfns.Status(p.Status) != hostfns.ErrLimit {
+		t.Fatalf("run past the quota: %+v", p)
+	}
+	if len(subs.runs) != 1+MaxSubagentRunsPerCall {
+		t.Fatalf("%d runs reached the provider, want %d", len(subs.runs), 1+MaxSubagentRunsPerCall)
+	}
 }
 
 // slowSubagents is a child that takes wait, or until the parent's
