@@ -103,6 +103,8 @@ type callState struct {
 	// waitingFor, on a root, is the instance its chain waits for.
 	root       *callState
 	waitingFor atomic.Pointer[instance]
+	// subagentRuns counts the children this call started (subagent_run).
+	subagentRuns int
 }
 
 // activeKey marks, on a context, the instances with a call in progress
