@@ -21,6 +21,9 @@ type Storage interface {
 	Create(h Header, initial ...Event) (*Session, error)
 	Open(id string) (*Session, error)
 	List() ([]Header, error)
+	// Header reads one session's header without opening it; ErrNotFound
+	// for an unknown id.
+	Header(id string) (Header, error)
 	// Export writes the session as a JSONL session file: the header line
 	// then one line per stored event, byte for byte as the JSONL store
 	// writes them.
@@ -209,4 +212,13 @@ func (s *Store) Export(id string, w io.Writer) error {
 		return fmt.Errorf("session: export %s: %w", id, err)
 	}
 	return nil
+}
+
+// Header reads the header of session id without opening it.
+func (s *Store) Header(id string) (Header, error) {
+	path, err := s.find(id)
+	if err != nil {
+		return Header{}, err
+	}
+	return readHeader(path)
 }

@@ -333,6 +333,25 @@ func (s *Store) List() ([]session.Header, error) {
 	return hs, errors.Join(errs...)
 }
 
+// Header reads session id's header.
+func (s *Store) Header(id string) (session.Header, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var text string
+	err := s.pool.QueryRow(ctx, `SELECT header FROM dsh_sessions WHERE id = $1`, id).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return session.Header{}, fmt.Errorf("pgstore: %s: %w", id, session.ErrNotFound)
+	}
+	if err != nil {
+		return session.Header{}, fmt.Errorf("pgstore: %s: %w", id, err)
+	}
+	var h session.Header
+	if err := json.Unmarshal([]byte(text), &h); err != nil {
+		return session.Header{}, &session.CorruptError{Path: "postgres:" + id, Line: 1, Err: err}
+	}
+	return h, nil
+}
+
 // Export writes the session as the JSONL file the embedded store keeps.
 func (s *Store) Export(id string, w io.Writer) error {
 	ctx, cancel := s.ctx()

@@ -199,6 +199,9 @@ func notFound(t *testing.T, newStore Factory) {
 	if _, err := st.Open("missing"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Open: %v, want ErrNotFound", err)
 	}
+	if _, err := st.Header("missing"); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("Header: %v, want ErrNotFound", err)
+	}
 	if err := st.Export("missing", &bytes.Buffer{}); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Export: %v, want ErrNotFound", err)
 	}
