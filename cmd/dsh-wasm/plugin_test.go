@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/pgtest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeBinary()
+	pgtest.Stop()
 	os.Exit(code)
 }
 

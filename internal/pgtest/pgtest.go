@@ -39,11 +39,18 @@ var (
 // it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the server pgtest started, if any; for a TestMain that does
+// more than Main.
+func Stop() {
 	if dataDir != "" {
 		_ = exec.Command(script, "stop", filepath.Join(dataDir, "pg")).Run()
 		_ = os.RemoveAll(dataDir)
+		dataDir = ""
 	}
-	os.Exit(code)
 }
 
 func start() {
