@@ -560,7 +560,7 @@ func TestServeLoad(t *testing.T) {
 	const sessions = 200
 	ms := httptest.NewServer(&scriptedModel{hung: make(chan string, 1)})
 	defer ms.Close()
-	cfgPath, env := serveSetup(t, ms.URL, true, "")
+	cfgPath, env := serveSetup(t, ms.URL, true, "  max_turns: 200\n  max_tenant_turns: 200\n")
 	ws := []*worker{startWorker(t, cfgPath, env), startWorker(t, cfgPath, env)}
 	ids := make([]string, sessions)
 	for i := range ids {
