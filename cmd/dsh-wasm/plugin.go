@@ -12,8 +12,10 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +59,20 @@ what it registered as JSON:
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  prompt_order   [lo, hi], the section orders its grants allow (default
+                 [1, 9223372036854775807]: after the persona)
+  events         the waterfalls its grants let it join (none by default)
+  dangling       [{section, owner, variable}]: references of its static
+                 sections that neither the harness nor the plugin provides;
+                 another plugin of the deployment must, or the deployment's
+                 load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
+The host registers the harness's sections and variables first, as a
+deployment does, so a plugin claiming one of their names is refused.
 Nothing is granted, and a plugin is never refused for its needs: they are
 reported under capabilities.
 
@@ -67,9 +82,9 @@ string otherwise; a key may be given once. Without --set the plugin gets {}.
 
 With --config FILE, NAME is a plugin of that deployment file: it is loaded
 with its config from the file, and the report adds what the deployment
-grants it (grants: fs, exec, net, env, session events), the quotas it runs
-under (limits: memory, call and init timeouts) and refusals: each declared
-need its grants do not cover, which would refuse the plugin at load.
+grants it (grants: fs, exec, net, env, session events...), the quotas it
+runs under (limits: memory, call and init timeouts) and refusals: each
+declared need its grants do not cover, which would refuse it at load.
 
 Exit status: 0 inspected; 1 the plugin was refused (unreadable source, not
 a dsh:host/v1 module, failing init); 2 usage.`,
@@ -156,6 +171,12 @@ type inspectReport struct {
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	PromptOrder   [2]int                     `json:"prompt_order"`
+	Events        []string                   `json:"events"`
+	Dangling      []prompt.Dangling          `json:"dangling"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec execjail.Enforcement `json:"exec"`
 }
 
 type inspectSection struct {
@@ -172,9 +193,9 @@ type inspectTool struct {
 }
 
 // inspectPlugin loads spec alone in a deployment of its own, as it would
-// load in any deployment (after the harness's sections and variables),
-// closed before returning, compiling through the cache the global flags
-// choose.
+// load in any deployment (after the harness's sections and variables, so
+// a plugin claiming one of their names is refused), closed before
+// returning, compiling through the cache the global flags choose.
 func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger) (_ *inspectReport, err error) {
 	cache := g.openCache(logger)
 	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, Plugins: []plugin.Spec{spec},
@@ -197,7 +218,13 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 	if p == nil {
 		return nil, fmt.Errorf("plugin %q did not stay loaded", name)
 	}
+	return reportOf(p), nil
+}
+
+// reportOf describes a loaded plugin.
+func reportOf(p *plugin.Plugin) *inspectReport {
 	c := p.Contribution()
+	lo, hi := p.PromptOrder()
 	r := &inspectReport{
 		Name:          p.Name(),
 		SHA256:        "sha256:" + p.Digest(),
@@ -207,6 +234,16 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		PromptOrder:   [2]int{lo, hi},
+		Events:        p.GrantedEvents(),
+		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
+	}
+	if r.Events == nil {
+		r.Events = []string{}
+	}
+	if r.Dangling == nil {
+		r.Dangling = []prompt.Dangling{}
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
@@ -214,7 +251,7 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 	for _, t := range c.Tools {
 		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	return r, nil
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -229,6 +229,12 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
 	}
+	// A call whose context has already ended never enters the guest: the
+	// guest checks its kill flag only every FuelPerCheck units, so a short
+	// call would otherwise run to completion. The instance stays whole.
+	if ctx.Err() != nil {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
+	}
 	g := in.guard
 	callCtx := g.arm(ctx, timeout)
 	defer g.disarm()
