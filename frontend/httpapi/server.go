@@ -156,7 +156,9 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 // root is the tenant's workspace root.
 func (s *Server) root(tenant string) string { return filepath.Join(s.cfg.Workspaces, tenant) }
 
-func inside(root, p string) bool { return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) }
+func inside(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
+}
 
 // owned answers 404 unless the session exists and belongs to the tenant.
 func (s *Server) owned(h http.HandlerFunc) http.HandlerFunc {
