@@ -268,14 +268,30 @@ func (s *Server) resolveCwd(tenant, rel string) (string, error) {
 	if !inside(root, cwd) {
 		return "", errors.New("cwd: leaves your workspace root")
 	}
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return "", errors.New("cwd: the workspace root cannot be created")
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", errors.New("cwd: the workspace root cannot be resolved")
+	}
+	// The deepest part that exists must resolve inside the root before
+	// anything is created: a symbolic link must not make us create
+	// directories elsewhere.
+	for p := cwd; inside(root, p); p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || !inside(realRoot, real) {
+			return "", errors.New("cwd: leaves your workspace root")
+		}
+		break
+	}
 	if err := os.MkdirAll(cwd, 0o750); err != nil {
 		return "", errors.New("cwd: cannot be created")
 	}
 	real, err := filepath.EvalSymlinks(cwd)
-	if err != nil {
-		return "", errors.New("cwd: cannot be resolved")
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil || !inside(realRoot, real) {
 		return "", errors.New("cwd: leaves your workspace root")
 	}
