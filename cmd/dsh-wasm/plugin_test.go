@@ -71,6 +71,7 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"name":          "facts",
 		"sha256":        "sha256:" + hex.EncodeToString(sum[:]),
 		"abi":           float64(1),
+		"plugin_abi":    "dsh",
 		"sections":      []any{},
 		"variables":     []any{"date", "platform"},
 		"tools":         []any{},
@@ -126,9 +127,10 @@ func TestInspectTestkit(t *testing.T) {
 		"--set", `subscribe=[{"event":"turn/start"}]`,
 		"--set", `needs={"env":["HOME"],"net":["example.com"]}`)
 	want := inspectReport{
-		Name:   plugin.NameFromSource(kit),
-		SHA256: "sha256:" + fileDigest(t, kit),
-		ABI:    1,
+		Name:      plugin.NameFromSource(kit),
+		SHA256:    "sha256:" + fileDigest(t, kit),
+		ABI:       1,
+		PluginABI: "dsh",
 		Sections: []inspectSection{
 			{Name: "kit:static", Order: 120, Text: "Static on {{model}} for {{from_elsewhere}}."},
 			{Name: "kit:dyn", Order: 130, Dynamic: true},

@@ -105,7 +105,15 @@ type Entry struct {
 	Config map[string]any `yaml:"config,omitempty"`
 	// Grants is everything the plugin may do beyond computing.
 	Grants Grants `yaml:"grants,omitempty"`
+	// ABI names the plugin's ABI: one of ABIs. Empty detects it from the
+	// module's imports and exports.
+	ABI string `yaml:"abi,omitempty"`
 }
+
+// ABIs are the plugin ABIs an entry may name: dsh:host/v1, and the
+// community's Extism-based MCP tool ABIs (hyper-mcp v1 and v2, mcp.run
+// servlets).
+var ABIs = []string{"dsh", "hyper-mcp-v1", "hyper-mcp-v2", "mcp-run"}
 
 // Grants lists the capabilities granted to a plugin.
 type Grants struct {

@@ -150,7 +150,7 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax", "source: [unclosed\n", "plugins.yaml:1: did not find expected"},
 		{"not a mapping", "- a\n", "plugins.yaml:1: want a mapping, got a list"},
 		{"missing source", "sha256: \"sha256:" + strings.Repeat("0", 64) + "\"\n", "plugins.yaml:1: source: missing"},
-		{"unknown top field", "source: x.wasm\nsrc: y\n", "plugins.yaml:2: src: unknown field (known: config, grants, sha256, source)"},
+		{"unknown top field", "source: x.wasm\nsrc: y\n", "plugins.yaml:2: src: unknown field (known: abi, config, grants, sha256, source)"},
 		{"duplicate key", "source: x.wasm\nsource: y.wasm\n", "plugins.yaml:2: source: duplicate key (first defined at line 1)"},
 		{"source not string", "source: 12\n", `plugins.yaml:1: source: want a string, got int "12"`},
 		{"source empty", "source: ''\n", "plugins.yaml:1: source: empty"},

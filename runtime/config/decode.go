@@ -460,6 +460,14 @@ func (d *decoder) entry(node *yaml.Node) Entry {
 			}
 		},
 		"grants": func(v *yaml.Node, f string) { e.Grants = d.grants(v, f) },
+		"abi": func(v *yaml.Node, f string) {
+			if s, ok := d.str(v, f); ok {
+				if !slices.Contains(ABIs, s) {
+					d.fail(v, f, "%q is not one of %s (or leave it out to detect the ABI)", s, strings.Join(ABIs, ", "))
+				}
+				e.ABI = s
+			}
+		},
 	})
 	if n.Kind == yaml.MappingNode && !haveSource {
 		d.fail(n, "source", "missing (want builtin:NAME or a path to a .wasm file)")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ func (e Entry) Validate() error {
 		if msg := checkSHA256(e.SHA256); msg != "" {
 			bad("sha256", msg)
 		}
+	}
+	if e.ABI != "" && !slices.Contains(ABIs, e.ABI) {
+		bad("abi", fmt.Sprintf("%q is not one of %s (or leave it out to detect the ABI)", e.ABI, strings.Join(ABIs, ", ")))
 	}
 	if e.Config != nil {
 		if msg := checkJSONValue(e.Config); msg != "" {

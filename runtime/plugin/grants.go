@@ -33,7 +33,7 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 	}
 	g := e.Grants
 	spec := Spec{
-		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g,
+		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
 		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout},
 	}
 	return spec, nil

@@ -83,7 +83,7 @@ func cGuest(t testing.TB) string {
 // installed outside CI.
 func checkCBuild(t testing.TB, err error) {
 	t.Helper()
-	if errors.Is(err, guestbuild.ErrNoClang) {
+	if errors.Is(err, guestbuild.ErrNoClang) || errors.Is(err, guestbuild.ErrNoWat2Wasm) {
 		prereq.Missing(t, "%v", err)
 	}
 	if err != nil {

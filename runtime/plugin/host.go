@@ -66,6 +66,9 @@ type Spec struct {
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
+	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
+	// the module's imports and exports.
+	ABI string
 	// ModuleConfig, when set, adjusts each instance's module config.
 	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
 
@@ -181,7 +184,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	_, dup := h.plugins[name]
 	h.mu.RUnlock()
 	if dup {
-		return nil, fmt.Errorf("load plugin %q: %w", name, ErrAlreadyLoaded)
+		return nil, fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
 	}
 	p, err := h.prepare(ctx, name, spec)
 	if err != nil {

@@ -20,7 +20,7 @@ func promptAttacks() []hostileAttack {
 				e.wantStatus(r, op, hostfns.ErrDenied, "is outside grants.prompt.order [1, max]")
 			}
 			e.wantStatus(r, "section_register malformed", hostfns.ErrRule, "invalid template: render section \"attacker:malformed\": malformed variable reference {{ model }}")
-			for _, ev := range []string{"system-prompt/assemble", "agent/request", "tool/pre-execute", "tool/post-execute"} {
+			for _, ev := range []string{"system-prompt/assemble", "agent/request", "tools/pre-execute", "tools/post-execute"} {
 				e.wantStatus(r, "event_subscribe "+ev, hostfns.ErrDenied, "is not granted the "+ev+" waterfall")
 			}
 			if s := r.step(e.t, "section_register at 1"); s.Status != "ok" {
