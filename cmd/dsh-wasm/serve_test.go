@@ -434,8 +434,12 @@ func TestServeTwoWorkers(t *testing.T) {
 	if code, body := apiReq(t, "POST", b.url+"/v1/sessions/"+id+"/cancel", tokenAlpha, `{"reason":"stop from B"}`); code != http.StatusAccepted {
 		t.Fatalf("cancel through B: %d %s", code, body)
 	}
-	if k := endKind(t, append(seen, slow.finish(t)...)); k != session.EndAborted {
+	slowEvents := append(seen, slow.finish(t)...)
+	if k := endKind(t, slowEvents); k != session.EndAborted {
 		t.Fatalf("turn 2 ended %s after the cancel through B, want %s", k, session.EndAborted)
+	}
+	if r := slowEvents[len(slowEvents)-1]["data"].(map[string]any)["reason"].(map[string]any)["reason"]; r != "stop from B" {
+		t.Errorf("turn 2's end reason %v, want the reason sent to B", r)
 	}
 
 	// Turn 3 runs a tool step on A, then A is killed while the model
