@@ -134,3 +134,38 @@ func TestCancelNotify(t *testing.T) {
 		t.Fatal("the cancel did not arrive")
 	}
 }
+
+// Workers starting together on an empty database apply each migration
+// once, and all of them start.
+func TestMigrationsOnceUnderConcurrentStarts(t *testing.T) {
+	dsn := pgtest.DB(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := Open(context.Background(), dsn, Options{})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, dsn, Options{})
+	var applied int
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM dsh_migrations`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := migrations.ReadDir("migrations")
+	if applied != len(names) {
+		t.Fatalf("%d migrations recorded, want %d", applied, len(names))
+	}
+	// The events column keeps text as given: json, not jsonb.
+	var typ string
+	if err := s.pool.QueryRow(context.Background(), `SELECT data_type FROM information_schema.columns WHERE table_name = 'dsh_events' AND column_name = 'event'`).Scan(&typ); err != nil || typ != "json" {
+		t.Fatalf("dsh_events.event is %q (%v), want json", typ, err)
+	}
+}
