@@ -442,7 +442,28 @@ func TestServeTwoWorkers(t *testing.T) {
 		t.Errorf("turn 2's end reason %v, want the reason sent to B", r)
 	}
 
-	// Turn 3 runs a tool step on A, then A is killed while the model
+	// Two prompts sent at once through the two workers: one runs, the
+	// other is refused.
+	race := make(chan *turnStream, 2)
+	for _, w := range []*worker{a, b} {
+		go func() { race <- promptTurn(t, ctx, w, tokenAlpha, id, "slow race") }()
+	}
+	r1, r2 := <-race, <-race
+	if r1.code == 200 {
+		r1, r2 = r2, r1
+	}
+	if r1.code != http.StatusConflict || r2.code != 200 {
+		t.Fatalf("two prompts at once: %d and %d, want one 409 and one 200", r1.code, r2.code)
+	}
+	<-model.hung
+	if code, body := apiReq(t, "POST", a.url+"/v1/sessions/"+id+"/cancel", tokenAlpha, ""); code != http.StatusAccepted {
+		t.Fatalf("cancel the race's winner: %d %s", code, body)
+	}
+	if k := endKind(t, r2.finish(t)); k != session.EndAborted {
+		t.Fatalf("the race's turn ended %s", k)
+	}
+
+	// Turn 4 runs a tool step on A, then A is killed while the model
 	// answers the second step.
 	ctx3, cancel3 := context.WithCancel(ctx)
 	defer cancel3()
@@ -484,10 +505,10 @@ func TestServeTwoWorkers(t *testing.T) {
 		t.Errorf("GET /v1/sessions/{id} differs from `session export`")
 	}
 	tl := readTurns(t, jsonl)
-	if want := []string{session.EndCompleted, session.EndAborted, session.EndInterrupted, session.EndCompleted}; !slices.Equal(tl.ends, want) {
+	if want := []string{session.EndCompleted, session.EndAborted, session.EndAborted, session.EndInterrupted, session.EndCompleted}; !slices.Equal(tl.ends, want) {
 		t.Fatalf("turn ends %v, want %v\n%s", tl.ends, want, jsonl)
 	}
-	killedTurn := tl.types[2]
+	killedTurn := tl.types[3]
 	for _, want := range []string{session.TypeUserMessage, session.TypeToolCall, session.TypeToolResult, session.TypeStepEnd} {
 		if !slices.Contains(killedTurn, want) {
 			t.Errorf("the killed turn lost its %s: %v", want, killedTurn)
