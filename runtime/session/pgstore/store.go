@@ -161,7 +161,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Pool is the store's connection pool (for readiness checks).
+// Ping reports whether the database answers (for readiness checks).
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 func (s *Store) ttlSQL() string { return fmt.Sprintf("%d milliseconds", s.ttl.Milliseconds()) }
