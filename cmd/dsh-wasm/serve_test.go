@@ -120,7 +120,7 @@ func serveSetup(t *testing.T, modelURL string, withPG bool, extra string) (cfgPa
 	env = append(os.Environ(), "DEEPSEEK_API_KEY=sk-fake", "XDG_DATA_HOME="+filepath.Join(dir, "xdg"),
 		`DSH_TOKENS={"`+tokenAlpha+`":"alpha","`+tokenBeta+`":"beta"}`)
 	if withPG {
-		store = "store:\n  dsn_env: DSH_TEST_DSN\n  lease_ttl: 3s\n"
+		store = "store:\n  dsn_env: DSH_TEST_DSN\n  lease_ttl: 5s\n"
 		env = append(env, "DSH_TEST_DSN="+pgtest.DB(t)+"&pool_max_conns=24")
 	}
 	cfg := fmt.Sprintf(`model: deepseek-v4-flash

@@ -64,8 +64,8 @@ func TestExportMatchesJSONL(t *testing.T) {
 // worker opens the session and closes the dead worker's turn.
 func TestDeadWorkerLeaseExpires(t *testing.T) {
 	dsn := pgtest.DB(t)
-	a := open(t, dsn, Options{LeaseTTL: 900 * time.Millisecond})
-	b := open(t, dsn, Options{LeaseTTL: 900 * time.Millisecond})
+	a := open(t, dsn, Options{LeaseTTL: 1500 * time.Millisecond})
+	b := open(t, dsn, Options{LeaseTTL: 1500 * time.Millisecond})
 	s, err := a.Create(session.Header{ID: "w"})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestDeadWorkerLeaseExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While a's heartbeat runs, its lease holds past the TTL.
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	if _, err := b.Open("w"); !errors.Is(err, session.ErrLocked) {
 		t.Fatalf("Open while a live worker holds the lease: %v, want ErrLocked", err)
 	}
