@@ -85,6 +85,7 @@ WebAssembly plugins that can do only what the operator grants them.`,
 	root.AddCommand(newToolsCmd(s))
 	root.AddCommand(newServeCmd(s))
 	root.AddCommand(newSessionCmd(s))
+	root.AddCommand(newMCPCmd(s))
 	return root
 }
 
