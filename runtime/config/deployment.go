@@ -69,6 +69,8 @@ type Deployment struct {
 	Store *Store `json:"store,omitempty"`
 	// Serve configures `dsh-wasm serve`.
 	Serve *Serve `json:"serve,omitempty"`
+	// Subagents configures the subagent providers.
+	Subagents Subagents `json:"subagents,omitzero"`
 }
 
 // Provider configures the OpenAI-compatible streaming provider.
@@ -229,9 +231,10 @@ func (d *decoder) deployment(node *yaml.Node, dir string) *Deployment {
 				dep.Sessions = p
 			}
 		},
-		"limits": func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
-		"store":  func(v *yaml.Node, f string) { dep.Store = d.store(v, f) },
-		"serve":  func(v *yaml.Node, f string) { dep.Serve = d.serve(v, f, dir) },
+		"limits":    func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
+		"store":     func(v *yaml.Node, f string) { dep.Store = d.store(v, f) },
+		"serve":     func(v *yaml.Node, f string) { dep.Serve = d.serve(v, f, dir) },
+		"subagents": func(v *yaml.Node, f string) { dep.Subagents = d.subagents(v, f) },
 	})
 	if n.Kind == yaml.MappingNode && !haveModel {
 		d.fail(n, "model", "missing (the model every agent runs, e.g. deepseek-v4-flash)")

@@ -64,6 +64,8 @@ var hostImpls = map[string]hostImpl{
 	hostfns.FnExecKill:           hostExecTask(true),
 	hostfns.FnHTTPRequest:        hostHTTPRequest,
 	hostfns.FnSessionEventAppend: hostSessionEventAppend,
+	hostfns.FnSubagentProviders:  hostSubagentProviders,
+	hostfns.FnSubagentRun:        hostSubagentRun,
 }
 
 // wrapHost adapts impl to the calling convention. It validates the

@@ -81,6 +81,8 @@ type callState struct {
 	scoped bool       // dsh_setup called a host function that is not setupNeutral
 	facts  *prompt.AgentFacts
 	export string
+	// subagentRuns counts the children this call started (subagent_run).
+	subagentRuns int
 }
 
 // activeKey marks, on a context, the instances with a call in progress
