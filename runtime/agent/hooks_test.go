@@ -126,7 +126,9 @@ func TestPreExecuteAsk(t *testing.T) {
 		{"no one to ask", nil, false},
 		{"refused", func(context.Context, PermissionRequest) (bool, error) { return false, nil }, false},
 		{"failed", func(context.Context, PermissionRequest) (bool, error) { return true, errors.New("gone") }, false},
-		{"allowed", func(_ context.Context, r PermissionRequest) (bool, error) { return r.Reason == "confirm" && r.Name == "echo", nil }, true},
+		{"allowed", func(_ context.Context, r PermissionRequest) (bool, error) {
+			return r.Reason == "confirm" && r.Name == "echo", nil
+		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bus := events.New(discard)
