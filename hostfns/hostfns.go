@@ -349,13 +349,16 @@ type ExecOutput struct {
 // ExecResult is how a command ended. ExitCode is -1 when a signal ended
 // it.
 type ExecResult struct {
-	ExitCode   int        `json:"exit_code"`
-	Signal     string     `json:"signal,omitempty"`
-	TimedOut   bool       `json:"timed_out,omitempty"`
-	Canceled   bool       `json:"canceled,omitempty"`
-	Stdout     ExecOutput `json:"stdout"`
-	Stderr     ExecOutput `json:"stderr"`
-	DurationMs int64      `json:"duration_ms"`
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Canceled bool   `json:"canceled,omitempty"`
+	// OutOfMemory: the commands reached grants.exec.memory and the
+	// kernel's OOM killer killed one of their processes meanwhile.
+	OutOfMemory bool       `json:"out_of_memory,omitempty"`
+	Stdout      ExecOutput `json:"stdout"`
+	Stderr      ExecOutput `json:"stderr"`
+	DurationMs  int64      `json:"duration_ms"`
 }
 
 // TaskRequest names a background command.

@@ -30,6 +30,8 @@ type AssembledSection struct {
 	Name  string `json:"name"`
 	Order int    `json:"order"`
 	Text  string `json:"text"`
+	// Owner is the registering Section's Owner; empty for the harness.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Value is a variable's value in one assembly. OK=false means the variable
@@ -37,6 +39,8 @@ type AssembledSection struct {
 type Value struct {
 	Text string `json:"text"`
 	OK   bool   `json:"ok"`
+	// Owner is who registered the variable; empty for the harness.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Assembly is everything one model request is told, before rendering.
@@ -57,7 +61,7 @@ func (a *Assembly) SetVariable(name, text string) {
 	if a.Variables == nil {
 		a.Variables = map[string]Value{}
 	}
-	a.Variables[name] = Value{Text: text, OK: true}
+	a.Variables[name] = Value{Text: text, OK: true, Owner: a.Variables[name].Owner}
 }
 
 // SortSections restores the section order after a hook added sections:
@@ -109,7 +113,7 @@ func (st *state) assemble(ctx context.Context, ac AssembleContext) (*Assembly, e
 				return nil, &ProviderError{Kind: "section", Name: e.Name, Err: err}
 			}
 		}
-		a.Sections = append(a.Sections, AssembledSection{Name: e.Name, Order: e.Order, Text: text})
+		a.Sections = append(a.Sections, AssembledSection{Name: e.Name, Order: e.Order, Text: text, Owner: e.Owner})
 	}
 	a.SortSections()
 	for _, e := range st.vars {
@@ -120,7 +124,7 @@ func (st *state) assemble(ctx context.Context, ac AssembleContext) (*Assembly, e
 		if !ok {
 			v = ""
 		}
-		a.Variables[e.name] = Value{Text: v, OK: ok}
+		a.Variables[e.name] = Value{Text: v, OK: ok, Owner: e.owner}
 	}
 	for i, e := range st.tools {
 		a.Tools[i] = e.Tool

@@ -59,7 +59,10 @@ func (e *RegistrationError) Unwrap() error { return e.Err }
 // RenderError reports why a section could not be rendered.
 type RenderError struct {
 	Section string
-	Err     error // one of the render sentinels
+	// Owner is the failing section's owner ("plugin facts"); empty for
+	// the harness's own sections.
+	Owner string
+	Err   error // one of the render sentinels
 	// Ref is the offending text: the whole {{…}} group, or the {{ and what
 	// follows it up to the next }} for unbalanced braces.
 	Ref string
@@ -68,16 +71,33 @@ type RenderError struct {
 	// Known lists the registered variable names, sorted, for
 	// ErrUnknownVariable.
 	Known []string
+	// Owners maps the names in Known that an owner other than the
+	// harness registered to that owner.
+	Owners map[string]string
 }
 
 func (e *RenderError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "render section %q: %v %s at byte %d", e.Section, e.Err, e.Ref, e.Offset)
+	fmt.Fprintf(&b, "render section %q", e.Section)
+	if e.Owner != "" {
+		fmt.Fprintf(&b, " of %s", e.Owner)
+	}
+	fmt.Fprintf(&b, ": %v %s at byte %d", e.Err, e.Ref, e.Offset)
 	if errors.Is(e.Err, ErrUnknownVariable) {
 		if len(e.Known) == 0 {
 			b.WriteString(" (no variables are registered)")
 		} else {
-			fmt.Fprintf(&b, " (registered: %s)", strings.Join(e.Known, ", "))
+			b.WriteString(" (registered: ")
+			for i, k := range e.Known {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(k)
+				if o := e.Owners[k]; o != "" {
+					fmt.Fprintf(&b, " of %s", o)
+				}
+			}
+			b.WriteString(")")
 		}
 	}
 	return b.String()

@@ -64,11 +64,13 @@ func parseFuzzVars(spec string) map[string]Value {
 	return m
 }
 
+var refNameRE = regexp.MustCompile(`\{\{([a-z][a-z0-9_]*)\}\}`)
+
 func FuzzRender(f *testing.F) {
 	for _, s := range []string{
 		"Running {{model}}.", "{{ model }}", "{{}}", "{{Model}}", "{{{model}}}", "{{a{b}}",
 		"x {{ y {{model}}", "a {{ b", "}} {{model}}", "{{constructor}}", "{{__proto__}}",
-		"{{model}}{{cwd}}{{", "{{x}", "{{a}b}}", "é{{model}}\x00{{cwd}}",
+		"{{model}}{{cwd}}{{", "{{x}", "{{a}b}}", "é{{model}}\x00{{cwd}}", "{{a}}{{}}", "{{a}} {{ b }}",
 	} {
 		f.Add(s, "model=deepseek-chat;cwd;x={{model}};y={{")
 	}
@@ -76,6 +78,28 @@ func FuzzRender(f *testing.F) {
 		vars := parseFuzzVars(spec)
 		got, err := RenderText("fuzz", text, vars)
 		want, wantErr := referenceRender(text, vars)
+		// The registration-time check agrees with Render: with every
+		// well-formed name in the text defined, Render fails exactly when
+		// References does, with the same error, and References finds
+		// exactly what such a render needs.
+		refs, refErr := References("fuzz", text)
+		all := map[string]Value{}
+		for _, m := range refNameRE.FindAllStringSubmatch(text, -1) {
+			all[m[1]] = Value{Text: "v", OK: true}
+		}
+		_, allErr := RenderText("fuzz", text, all)
+		if (refErr == nil) != (allErr == nil) || refErr != nil && refErr.Error() != allErr.Error() {
+			t.Fatalf("text %q: References err = %v, Render err with every name defined = %v", text, refErr, allErr)
+		}
+		if refErr == nil {
+			only := map[string]Value{}
+			for _, r := range refs {
+				only[r] = Value{Text: "v", OK: true}
+			}
+			if _, err := RenderText("fuzz", text, only); err != nil {
+				t.Fatalf("text %q: with only the references %q defined, Render fails: %v", text, refs, err)
+			}
+		}
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("text %q vars %q: Render err = %v, reference err = %v", text, spec, err, wantErr)
 		}

@@ -36,6 +36,11 @@ type Section struct {
 	Order   int
 	Text    string
 	Dynamic TextFunc
+	// Owner says who registered the section, as errors name it ("plugin
+	// facts"). Empty means the program that embeds the registry: the
+	// harness and the deployment. Only the empty owner may claim a
+	// reserved name (IsReservedSection).
+	Owner string
 }
 
 // Tool is what the model is told about one tool. Parameters is a JSON
@@ -108,13 +113,15 @@ type handle struct{ _ byte } // not zero-size: each new(handle) is distinct
 
 type sectionEntry struct {
 	Section
-	h *handle
+	refs []string // the variables a static section references
+	h    *handle
 }
 
 type variableEntry struct {
-	name string
-	fn   VariableFunc
-	h    *handle
+	name  string
+	owner string
+	fn    VariableFunc
+	h     *handle
 }
 
 type toolEntry struct {
@@ -229,16 +236,30 @@ func (tx *Tx) rejected(kind, name string, err error) error {
 	return &RegistrationError{Kind: kind, Name: name, Err: fmt.Errorf("%w: %w", ErrListenerRejected, err)}
 }
 
-// AddSection registers s. The name must be unique among sections.
+// AddSection registers s. The name must be unique among sections, and
+// reserved names (IsReservedSection) are for the empty Owner only. A
+// static section's text must be a well-formed template (see Render):
+// a malformed reference or unbalanced braces fail with ErrInvalidTemplate
+// now rather than every render later.
 func (tx *Tx) AddSection(s Section) (Disposer, error) {
 	tx.check()
 	if err := validSectionName(s.Name); err != nil {
 		return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: err}
 	}
+	if s.Owner != "" && IsReservedSection(s.Name) {
+		return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: fmt.Errorf("%w: %s may not register it (reserved: %s)", ErrReservedName, s.Owner, ReservedNames())}
+	}
+	var refs []string
+	if s.Dynamic == nil {
+		var err error
+		if refs, err = References(s.Name, s.Text); err != nil {
+			return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: fmt.Errorf("%w: %w", ErrInvalidTemplate, err)}
+		}
+	}
 	if _, dup := tx.st.sectionByName[s.Name]; dup {
 		return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: ErrDuplicateSection}
 	}
-	e := &sectionEntry{Section: s, h: new(handle)}
+	e := &sectionEntry{Section: s, refs: refs, h: new(handle)}
 	tx.st.sections = append(tx.st.sections, e)
 	tx.st.sectionByName[s.Name] = e
 	if err := tx.notify(Change{Kind: SectionAdded, Name: s.Name}); err != nil {
@@ -262,10 +283,21 @@ func (tx *Tx) removeSection(name string, h *handle) error {
 	return tx.notify(Change{Kind: SectionRemoved, Name: name})
 }
 
-// AddVariable registers a variable. The name must match [a-z][a-z0-9_]*
-// and be unique among variables.
+// AddVariable registers a variable owned by the program that embeds the
+// registry. The name must match [a-z][a-z0-9_]* and be unique among
+// variables.
 func (tx *Tx) AddVariable(name string, fn VariableFunc) (Disposer, error) {
+	return tx.AddOwnedVariable(name, "", fn)
+}
+
+// AddOwnedVariable registers a variable on behalf of owner, as errors
+// name it ("plugin facts"); empty is the embedding program. A non-empty
+// owner may not claim a reserved name (IsReservedVariable).
+func (tx *Tx) AddOwnedVariable(name, owner string, fn VariableFunc) (Disposer, error) {
 	tx.check()
+	if owner != "" && IsReservedVariable(name) {
+		return nil, &RegistrationError{Kind: "variable", Name: name, Err: fmt.Errorf("%w: %s may not register it (reserved: %s)", ErrReservedName, owner, ReservedNames())}
+	}
 	if !validVariableName(name) {
 		return nil, &RegistrationError{Kind: "variable", Name: name, Err: fmt.Errorf("%w: must match [a-z][a-z0-9_]*", ErrInvalidVariable)}
 	}
@@ -275,7 +307,7 @@ func (tx *Tx) AddVariable(name string, fn VariableFunc) (Disposer, error) {
 	if _, dup := tx.st.varByName[name]; dup {
 		return nil, &RegistrationError{Kind: "variable", Name: name, Err: ErrDuplicateVariable}
 	}
-	e := &variableEntry{name: name, fn: fn, h: new(handle)}
+	e := &variableEntry{name: name, owner: owner, fn: fn, h: new(handle)}
 	tx.st.vars = append(tx.st.vars, e)
 	tx.st.varByName[name] = e
 	if err := tx.notify(Change{Kind: VariableAdded, Name: name}); err != nil {

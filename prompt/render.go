@@ -47,6 +47,9 @@ func Render(a *Assembly) (string, error) {
 		}
 		start := b.Len()
 		if err := renderSection(&b, s.Name, s.Text, a.Variables); err != nil {
+			if re, ok := err.(*RenderError); ok {
+				re.Owner = s.Owner
+			}
 			return "", err
 		}
 		if b.Len() == start {
@@ -128,8 +131,14 @@ func renderErr(section string, sentinel error, text string, i, end int, vars map
 	e := &RenderError{Section: section, Err: sentinel, Ref: ref, Offset: i}
 	if vars != nil {
 		e.Known = make([]string, 0, len(vars))
-		for k := range vars {
+		for k, v := range vars {
 			e.Known = append(e.Known, k)
+			if v.Owner != "" {
+				if e.Owners == nil {
+					e.Owners = map[string]string{}
+				}
+				e.Owners[k] = v.Owner
+			}
 		}
 		slices.Sort(e.Known)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 )
 
@@ -132,10 +133,7 @@ func TestACPConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(driver, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the ACP client library is not installed (npm ci in internal/acpdriver): %v", err)
-		}
-		t.Skipf("the ACP client library is not installed; run npm ci in %s", driver)
+		prereq.Missing(t, "the ACP client library is not installed; run npm ci --prefix %s: %v", driver, err)
 	}
 	bin := binary(t)
 	config, err := filepath.Abs(exampleConfig("acp-agent"))

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 )
 
 var (
@@ -55,10 +57,7 @@ func needTool(t *testing.T, name, why string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required under CI=true (%s): %v", name, why, err)
-		}
-		t.Skipf("%s not found (%s); .ci/run installs it", name, why)
+		prereq.Missing(t, "%s not found (%s); .ci/run installs it: %v", name, why, err)
 	}
 	return p
 }

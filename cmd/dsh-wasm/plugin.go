@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -27,6 +27,8 @@ to a .wasm file or builtin:NAME for a plugin compiled into dsh-wasm (` + builtin
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newPluginInspectCmd(s))
+	cmd.AddCommand(newPluginCallCmd(s))
+	cmd.AddCommand(newPluginNewCmd(s))
 	return cmd
 }
 
@@ -41,7 +43,7 @@ func builtinList() string {
 func newPluginInspectCmd(s streams) *cobra.Command {
 	var sets []string
 	var deployment string
-	var verbose bool
+	var verbose, render bool
 	cmd := &cobra.Command{
 		Use:   "inspect [--set KEY=VALUE]... SOURCE | inspect --config FILE NAME",
 		Short: "Load a plugin in a throw-away host and print what it contributes",
@@ -51,15 +53,36 @@ what it registered as JSON:
 
   name           the plugin's name, derived from SOURCE
   sha256         the module's digest, as a config entry's sha256 pin
-  abi            the dsh:host ABI version the plugin speaks
+  abi            the dsh:host ABI version the plugin speaks (0 for a
+                 community plugin)
+  plugin_abi     dsh, or the community ABI detected: hyper-mcp-v1,
+                 hyper-mcp-v2 or mcp-run
   sections       [{name, order, dynamic, text}] (text of static sections)
   variables      [name]
   tools          [{name, description, parameters}]
   subscriptions  [{event, mode}]
   capabilities   what the plugin declared it needs: {fs, exec, net, env}
+  prompt_order   [lo, hi], the section orders its grants allow (default
+                 [1, 9223372036854775807]: after the persona)
+  events         the waterfalls its grants let it join (none by default)
+  dangling       [{section, owner, variable}]: references of its static
+                 sections that neither the harness nor the plugin provides;
+                 another plugin of the deployment must, or the deployment's
+                 load fails (with an assemble hook loaded, the render fails)
+  exec           if it were granted exec, what this machine holds its
+                 commands to with the default limits: {mode (the kill
+                 mode), processes, memory, file_bytes (each {limit, by} or
+                 {limit, unenforced: why}), capabilities, agent_proc, scope}
 
+The host registers the harness's sections and variables first, as a
+deployment does, so a plugin claiming one of their names is refused.
 Nothing is granted, and a plugin is never refused for its needs: they are
-reported under capabilities.
+reported under capabilities. Inspect also assembles the prompt once for an
+agent in the current directory, so a section or variable export that
+answers bad output (a wrong status byte, say) fails inspect; any other
+assembly failure is reported as assembly_error. --render adds
+variable_values (null when a variable has no value) and rendered_sections,
+the plugin's sections rendered strictly.
 
 --set KEY=VALUE sets one key of the plugin's config object. VALUE is
 taken as JSON when it is valid JSON (42, true, "x", [1], {"a":1}) and as a
@@ -67,9 +90,9 @@ string otherwise; a key may be given once. Without --set the plugin gets {}.
 
 With --config FILE, NAME is a plugin of that deployment file: it is loaded
 with its config from the file, and the report adds what the deployment
-grants it (grants: fs, exec, net, env, session events), the quotas it runs
-under (limits: memory, call and init timeouts) and refusals: each declared
-need its grants do not cover, which would refuse the plugin at load.
+grants it (grants: fs, exec, net, env, session events...), the quotas it
+runs under (limits: memory, call and init timeouts) and refusals: each
+declared need its grants do not cover, which would refuse it at load.
 
 Exit status: 0 inspected; 1 the plugin was refused (unreadable source, not
 a dsh:host/v1 module, failing init); 2 usage.`,
@@ -93,7 +116,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 				if len(sets) > 0 {
 					return usagef("--set and --config FILE do not mix: the deployment file gives the plugin its config")
 				}
-				report, err := inspectDeployed(ctx, s.g, deployment, args[0], logger)
+				report, err := inspectDeployed(ctx, s.g, deployment, args[0], logger, render)
 				if err != nil {
 					return err
 				}
@@ -103,7 +126,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 			if err != nil {
 				return err
 			}
-			report, err := inspectPlugin(ctx, s.g, plugin.Spec{Source: args[0], Config: config, Inspect: true}, logger)
+			report, err := inspectPlugin(ctx, s.g, plugin.Spec{Source: args[0], Config: config, Inspect: true}, logger, render)
 			if err != nil {
 				return err
 			}
@@ -113,6 +136,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
 	cmd.Flags().StringVar(&deployment, "config", "", "inspect plugin NAME of the deployment `FILE`")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's whole log to standard error (errors are always written)")
+	cmd.Flags().BoolVar(&render, "render", false, "also print the variables' values and the plugin's rendered sections")
 	return cmd
 }
 
@@ -153,11 +177,20 @@ type inspectReport struct {
 	Name          string                     `json:"name"`
 	SHA256        string                     `json:"sha256"`
 	ABI           int                        `json:"abi"`
+	PluginABI     string                     `json:"plugin_abi"`
 	Sections      []inspectSection           `json:"sections"`
 	Variables     []string                   `json:"variables"`
 	Tools         []inspectTool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
+	PromptOrder   [2]int                     `json:"prompt_order"`
+	Events        []string                   `json:"events"`
+	Dangling      []prompt.Dangling          `json:"dangling"`
+	// Exec is what this machine holds commands to under the default exec
+	// limits, apart from the kill mode (execjail.Enforced).
+	Exec          execjail.Enforcement `json:"exec"`
+	AssemblyError string               `json:"assembly_error,omitempty"`
+	*renderReport
 }
 
 type inspectSection struct {
@@ -173,42 +206,62 @@ type inspectTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// inspectPlugin loads spec alone in a deployment of its own, as it would
-// load in any deployment (after the harness's sections and variables),
-// closed before returning, compiling through the cache the global flags
-// choose.
-func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger) (_ *inspectReport, err error) {
-	cache := g.openCache(logger)
-	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, Plugins: []plugin.Spec{spec},
-		SessionsDir: os.TempDir()}) // no session is made
+// inspectPlugin loads spec in a host of its own (a one-plugin deployment:
+// cliHost), closed before returning, compiling through the cache the
+// global flags choose.
+func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
+	h, closeHost, err := cliHost(ctx, g, logger)
 	if err != nil {
-		cache.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	defer func() {
-		bg := context.WithoutCancel(ctx)
-		if cerr := errors.Join(d.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
-			err = fmt.Errorf("close the inspection: %w", cerr)
+		if cerr := closeHost(); cerr != nil && err == nil {
+			err = fmt.Errorf("close plugin host: %w", cerr)
 		}
 	}()
-	name := spec.Name
-	if name == "" {
-		name = plugin.NameFromSource(spec.Source)
+	p, err := h.Load(ctx, spec)
+	if err != nil {
+		return nil, err
 	}
-	p := d.Host().Plugin(name)
-	if p == nil {
-		return nil, fmt.Errorf("plugin %q did not stay loaded", name)
+	r := reportOf(p)
+	rr, err := renderPlugin(ctx, h, p)
+	switch {
+	case errors.Is(err, plugin.ErrBadOutput):
+		return nil, err
+	case err != nil:
+		r.AssemblyError = err.Error()
+	case render:
+		r.renderReport = rr
 	}
+	return r, nil
+}
+
+// reportOf describes a loaded plugin.
+func reportOf(p *plugin.Plugin) *inspectReport {
 	c := p.Contribution()
+	lo, hi := p.PromptOrder()
 	r := &inspectReport{
 		Name:          p.Name(),
 		SHA256:        "sha256:" + p.Digest(),
-		ABI:           hostfns.ABIVersion, // Load refuses any other version
+		PluginABI:     p.ABI(),
 		Sections:      make([]inspectSection, 0, len(c.Sections)),
 		Variables:     c.Variables,
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		PromptOrder:   [2]int{lo, hi},
+		Events:        p.GrantedEvents(),
+		Dangling:      p.Dangling(),
+		Exec:          execjail.Enforced(),
+	}
+	if p.ABI() == plugin.ABIDsh {
+		r.ABI = hostfns.ABIVersion // Load refuses any other version
+	}
+	if r.Events == nil {
+		r.Events = []string{}
+	}
+	if r.Dangling == nil {
+		r.Dangling = []prompt.Dangling{}
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
@@ -216,7 +269,7 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 	for _, t := range c.Tools {
 		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	return r, nil
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,10 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
 
 // TestMain points the default compilation cache at the tests' shared
@@ -65,11 +69,16 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"name":          "facts",
 		"sha256":        "sha256:" + hex.EncodeToString(sum[:]),
 		"abi":           float64(1),
+		"plugin_abi":    "dsh",
 		"sections":      []any{},
 		"variables":     []any{"date", "platform"},
 		"tools":         []any{},
 		"subscriptions": []any{},
 		"capabilities":  map[string]any{},
+		"prompt_order":  []any{float64(1), float64(math.MaxInt)},
+		"events":        []any{},
+		"dangling":      []any{},
+		"exec":          jsonValue(t, execjail.Enforced()),
 	}
 	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -109,18 +118,19 @@ func TestInspectTestkit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := inspect(t, "--set", `sections=[{"name":"kit:static","order":120,"text":"Static."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
+	r := inspect(t, "--set", `sections=[{"name":"kit:static","order":120,"text":"Static on {{model}} for {{from_elsewhere}}."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
 		kit, // flags may follow SOURCE
 		"--set", `tools=["echo","counter"]`,
 		"--set", `variables=["kit_model"]`,
 		"--set", `subscribe=[{"event":"turn/start"}]`,
 		"--set", `needs={"env":["HOME"],"net":["example.com"]}`)
 	want := inspectReport{
-		Name:   plugin.NameFromSource(kit),
-		SHA256: "sha256:" + fileDigest(t, kit),
-		ABI:    1,
+		Name:      plugin.NameFromSource(kit),
+		SHA256:    "sha256:" + fileDigest(t, kit),
+		ABI:       1,
+		PluginABI: "dsh",
 		Sections: []inspectSection{
-			{Name: "kit:static", Order: 120, Text: "Static."},
+			{Name: "kit:static", Order: 120, Text: "Static on {{model}} for {{from_elsewhere}}."},
 			{Name: "kit:dyn", Order: 130, Dynamic: true},
 		},
 		Variables: []string{"kit_model"},
@@ -131,9 +141,70 @@ func TestInspectTestkit(t *testing.T) {
 		Subscriptions: []hostfns.SubscribeRequest{{Event: "turn/start", Mode: "listen"}},
 		// Declared needs are reported, not refused: nothing is granted.
 		Capabilities: hostfns.Capabilities{Env: []string{"HOME"}, Net: []string{"example.com"}},
+		PromptOrder:  [2]int{1, math.MaxInt},
+		Events:       []string{},
+		// {{model}} is the harness's; from_elsewhere must come from
+		// another plugin of the deployment.
+		Dangling: []prompt.Dangling{{Section: "kit:static", Owner: "plugin " + plugin.NameFromSource(kit), Variable: "from_elsewhere"}},
+		Exec:     execjail.Enforced(),
 	}
 	if g, w := mustMarshal(t, r), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
+	}
+}
+
+// jsonValue is v as encoding/json decodes it into an any.
+func jsonValue(t *testing.T, v any) any {
+	t.Helper()
+	var out any
+	if err := json.Unmarshal([]byte(mustMarshal(t, v)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestInspectExecLimits: inspect reports the exec limits and how this
+// machine enforces them, apart from the kill mode.
+func TestInspectExecLimits(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "builtin:facts")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Exec struct {
+			Mode      string `json:"mode"`
+			Processes struct {
+				Limit      int64  `json:"limit"`
+				By         string `json:"by"`
+				Unenforced string `json:"unenforced"`
+			} `json:"processes"`
+			Memory struct {
+				Limit      int64  `json:"limit"`
+				By         string `json:"by"`
+				Unenforced string `json:"unenforced"`
+			} `json:"memory"`
+			FileBytes struct {
+				Limit int64  `json:"limit"`
+				By    string `json:"by"`
+			} `json:"file_bytes"`
+			Capabilities string `json:"capabilities"`
+			Scope        string `json:"scope"`
+		} `json:"exec"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	x, sys := r.Exec, execjail.Enforced()
+	if x.Mode != string(sys.Mode) || x.Processes.Limit != int64(config.DefaultExecProcesses) ||
+		x.Memory.Limit != int64(config.DefaultExecMemory) || x.FileBytes.Limit != int64(config.DefaultExecFileBytes) ||
+		x.FileBytes.By != "RLIMIT_FSIZE" || x.Capabilities == "" || x.Scope == "" {
+		t.Errorf("exec report %+v", x)
+	}
+	if (x.Processes.By == "") == (x.Processes.Unenforced == "") || (x.Memory.By == "") == (x.Memory.Unenforced == "") {
+		t.Errorf("each limit says how it is enforced or why not: %+v", x)
+	}
+	if x.Processes.By != sys.Processes.By || x.Memory.By != sys.Memory.By {
+		t.Errorf("report %+v, system %+v", x, sys)
 	}
 }
 
@@ -158,6 +229,11 @@ func TestInspectRefused(t *testing.T) {
 		{"init fails", []string{kit, "--set", "init_fail=refused\non purpose"}, `refused\non purpose`},
 		{"init traps", []string{kit, "--set", "init_trap=true"}, "plugin trapped"},
 		{"bad config for facts", []string{"builtin:facts", "--set", "timezone=Local"}, `timezone "Local"`},
+		{"claims a harness name", []string{kit, "--set", `sections=[{"name":"harness:identity","order":5,"text":"x"}]`}, "name reserved for the harness"},
+		{"claims model", []string{kit, "--set", `variables=["model"]`}, "name reserved for the harness"},
+		{"order before the persona", []string{kit, "--set", `sections=[{"name":"kit:first","order":-1000000,"text":"x"}]`}, "outside grants.prompt.order [1, max]"},
+		{"malformed template", []string{kit, "--set", `sections=[{"name":"kit:s","order":5,"text":"{{ model }}"}]`}, "invalid template"},
+		{"waterfall without grant", []string{kit, "--set", `subscribe=[{"event":"system-prompt/assemble","mode":"waterfall"}]`}, "not granted the system-prompt/assemble waterfall"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,7 +89,56 @@ func newTUI(ctx context.Context, sess *deploy.Session, replay string) *tui {
 }
 
 func (m *tui) Init() tea.Cmd {
-	return tea.Batch(tea.Println(m.banner()), m.waitEvent(), m.spin.Tick, textinput.Blink)
+	intro := m.banner()
+	if h := m.conversation(); h != "" {
+		intro += "\n" + h
+	}
+	return tea.Batch(tea.Println(intro), m.waitEvent(), m.spin.Tick, textinput.Blink)
+}
+
+// conversation renders a resumed session's conversation so far: each prompt
+// and each answer's text, with the tool calls counted.
+func (m *tui) conversation() string {
+	var b strings.Builder
+	calls := 0
+	flush := func() {
+		if calls > 0 {
+			noun := "tool calls"
+			if calls == 1 {
+				noun = "tool call"
+			}
+			b.WriteString(dimStyle.Render(fmt.Sprintf("  (%d %s)", calls, noun)) + "\n")
+			calls = 0
+		}
+	}
+	for _, e := range m.sess.History() {
+		switch e.Type {
+		case session.TypeUserMessage:
+			u, err := session.As[session.UserMessage](e)
+			if err == nil {
+				flush()
+				b.WriteString(accentStyle.Render("› ") + u.Content.Text() + "\n")
+			}
+		case session.TypeToolCall:
+			calls++
+		case session.TypeAssistantMessage:
+			a, err := session.As[session.AssistantMessage](e)
+			if err != nil {
+				continue
+			}
+			for _, p := range a.Content {
+				if p.Type == model.BlockText && strings.TrimSpace(p.Text) != "" {
+					flush()
+					b.WriteString(m.markdown(p.Text) + "\n")
+				}
+			}
+		}
+	}
+	flush()
+	if b.Len() == 0 {
+		return ""
+	}
+	return dimStyle.Render("resumed; the conversation so far:") + "\n" + strings.TrimRight(b.String(), "\n")
 }
 
 func (m *tui) banner() string {

@@ -81,12 +81,15 @@ func TestInteractiveUIUnderTmux(t *testing.T) {
 	}
 	x := &tmux{t: t, bin: tm, socket: fmt.Sprintf("dsh-test-%d", os.Getpid()), session: "ui"}
 	status := filepath.Join(t.TempDir(), "status")
+	data := t.TempDir()
 	cmd := fmt.Sprintf("XDG_DATA_HOME=%s %s run --config %s --replay %s --cwd %s 2>/dev/null; echo $? > %s",
-		t.TempDir(), bin, config, rec, cwd, status)
+		data, bin, config, rec, cwd, status)
 	x.run("new-session", "-d", "-s", x.session, "-x", "120", "-y", "50", cmd)
 	t.Cleanup(func() { exec.Command(tm, "-L", x.socket, "kill-server").Run() })
 
-	x.waitFor("banner", "model    deepseek-v4-flash", "cwd      "+cwd, "session  ", "the model is a replay of")
+	banner := x.waitFor("banner", "model    deepseek-v4-flash", "cwd      "+cwd, "session  ", "the model is a replay of")
+	_, rest, _ := strings.Cut(banner, "session  ")
+	id := strings.Fields(rest)[0]
 	x.send("run the check", "Enter")
 	s := x.waitFor("first turn", "⏺ bash", "echo TMUX_TOOL_OK", "⎿", "First answer:", "all good", "tokens: 2500 in (1200 cached)")
 	if !strings.Contains(s, "I will run the command.") || !strings.Contains(s, "Running it now.") {
@@ -115,6 +118,24 @@ func TestInteractiveUIUnderTmux(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("still running after /exit:\n%s", x.screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Resumed, the UI shows the conversation so far; Ctrl-C when idle quits.
+	x.session = "resumed"
+	cmd = fmt.Sprintf("XDG_DATA_HOME=%s %s run --config %s --replay %s --resume %s 2>/dev/null; echo $? > %s.2",
+		data, bin, config, rec, id, status)
+	x.run("new-session", "-d", "-s", x.session, "-x", "120", "-y", "50", cmd)
+	x.waitFor("resumed banner", "session  "+id, "resumed; the conversation so far:", "› run the check", "(1 tool call)", "Second answer after the cancel.")
+	x.send("C-c")
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(status + ".2"); err == nil && strings.TrimSpace(string(b)) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ctrl-C when idle did not quit:\n%s", x.screen())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -9,35 +9,33 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 )
 
 // EnvDir names an environment variable that, when set, is the corpus
-// directory: for a checkout (a git worktree, say) that has no ../shared
-// beside it.
+// directory, for checkouts that do not sit beside it.
 const EnvDir = "DSH_CONFORMANCE_DIR"
 
 // Dir returns the corpus directory (holding README.md and sessions/), or
 // skips the test with a message saying where it was looked for.
 func Dir(t testing.TB) string {
 	t.Helper()
-	if dir := os.Getenv(EnvDir); dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
-			t.Fatalf("%s=%s is not the conformance corpus: %v", EnvDir, dir, err)
+	dir := os.Getenv(EnvDir)
+	if dir == "" {
+		root, err := guestbuild.ModuleRoot()
+		if err != nil {
+			prereq.Missing(t, "module root not found, so neither is the conformance corpus: %v", err)
 		}
-		return dir
+		dir = filepath.Join(filepath.Dir(root), "shared", "conformance")
 	}
-	root, err := guestbuild.ModuleRoot()
-	if err != nil {
-		t.Skipf("module root not found, so neither is the conformance corpus: %v", err)
-	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "conformance")
 	if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
-		t.Skipf("conformance corpus not found at %s (../shared/conformance beside the checkout): %v", dir, err)
+		prereq.Missing(t, "conformance corpus not found at %s (../shared/conformance beside the checkout, or $%s): %v", dir, EnvDir, err)
 	}
 	return dir
 }
 
-// Sessions returns the corpus's sessions directory, or skips the test.
+// Sessions returns the corpus's sessions directory, or skips the test
+// (fails it under CI).
 func Sessions(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(Dir(t), "sessions")

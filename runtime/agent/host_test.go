@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -151,10 +152,22 @@ func TestLateBoundModelSupplyPath(t *testing.T) {
 	reg := newRegistry(t, "You are powered by the {{model}} model.")
 	bus := events.New(discard)
 	host := newHost(t, reg, bus)
-	loadTestkit(t, host, "supplier", map[string]any{
+	supplier, err := json.Marshal(map[string]any{
 		"subscribe": []map[string]any{{"event": events.EventAssemble, "mode": hostfns.ModeWaterfall}},
 		"set_model": "late-model",
-	}, plugin.Limits{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kit, err := guestbuild.Build("testdata/guests/testkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Joining the assemble waterfall is a grant.
+	if _, err := host.Load(context.Background(), plugin.Spec{Name: "supplier", Source: kit, Config: supplier,
+		Grants: &config.Grants{Events: []string{events.EventAssemble}}}); err != nil {
+		t.Fatal(err)
+	}
 	off, err := bus.OnWaterfall(events.EventAgentRequest, "supplier", func(_ context.Context, p any) (any, error) {
 		req := p.(*model.Request)
 		if req.Model == "" {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -28,8 +29,9 @@ func TestRefusedPromptQueuesNothing(t *testing.T) {
 	done := make(chan struct{})
 	go func() { f.Prompt(context.Background(), "first"); close(done) }()
 	<-started
-	_, err := f.Prompt(context.Background(), "second (refused)")
-	t.Logf("second Prompt err = %v", err)
+	if _, err := f.Prompt(context.Background(), "second (refused)"); !errors.Is(err, ErrTurnRunning) {
+		t.Errorf("a Prompt during a running turn: err = %v, want ErrTurnRunning", err)
+	}
 	f.Cancel("test")
 	<-done
 	f.prompt(t, "third")
@@ -60,7 +62,23 @@ func TestToolRunnerPanicIsAnErrorResult(t *testing.T) {
 		}
 	}()
 	res, err := f.Prompt(context.Background(), "go")
-	t.Logf("res=%+v err=%v", res, err)
+	if err != nil || res.End.Kind != session.EndCompleted {
+		t.Fatalf("turn = %+v, %v; want completed", res, err)
+	}
+	rs := ofType[session.ToolResult](t, f.sess.Events())
+	const want = `Error: tool "echo" failed: the tool runner panicked: host bug`
+	if len(rs) != 1 || !rs[0].IsError || rs[0].Error == nil || rs[0].Error.Code != CodePluginFailure || rs[0].Content.Text() != want {
+		t.Fatalf("tool results = %+v; want one error result %q", rs, want)
+	}
+	// And that is what the model is sent in the next step.
+	reqs := f.prov.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != model.RoleTool || last.ToolCallID != "c1" || !last.IsError || len(last.Content) != 1 || last.Content[0].Text != want {
+		t.Fatalf("the model was sent %+v", last)
+	}
 }
 
 // Cancel arriving while the provider returns a complete answer without

@@ -13,6 +13,8 @@
 //	         response_bytes: 5MiB, allow_private: false}
 //	  env:  [GITHUB_TOKEN]
 //	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s}
+//	  prompt: {order: [100, 199]}  # where its sections may sit; default [1, max]
+//	  events: [system-prompt/assemble]  # waterfalls it may join; none by default
 //
 // Deny by default: a plugin with no grants can only compute. Every grant is
 // explicit; a missing section grants nothing, and the defaults below only
@@ -61,6 +63,9 @@ const (
 	DefaultExecTimeout     = 2 * time.Minute  // grants.exec.timeout
 	DefaultExecMaxTimeout  = 10 * time.Minute // grants.exec.max_timeout
 	DefaultExecOutputBytes = ByteSize(30000)  // grants.exec.output_bytes, per stream
+	DefaultExecProcesses   = 512              // grants.exec.max_processes, all commands of a plugin in a session
+	DefaultExecMemory      = 1 * GiB          // grants.exec.memory, all commands of a plugin in a session
+	DefaultExecFileBytes   = 1 * GiB          // grants.exec.file_bytes, per file a command writes
 	DefaultResponseBytes   = 5 * MiB          // grants.net.response_bytes
 	DefaultMemory          = 128 * MiB        // grants.limits.memory
 	DefaultCallTimeout     = 30 * time.Second // grants.limits.call_timeout
@@ -71,6 +76,10 @@ const (
 const (
 	MaxDuration    = 24 * time.Hour // any timeout
 	MaxOutputBytes = 64 * MiB       // grants.exec.output_bytes
+	MaxProcesses   = 65536          // grants.exec.max_processes
+	MinExecMemory  = 4 * MiB        // grants.exec.memory (less cannot start a shell)
+	MaxExecMemory  = 1 << 50        // grants.exec.memory (1 PiB: "as much as the machine has")
+	MaxFileBytes   = 1 << 50        // grants.exec.file_bytes
 	MaxResponse    = 1 * GiB        // grants.net.response_bytes
 	MaxMemory      = 4 * GiB        // grants.limits.memory (the wasm32 maximum)
 	WasmPageSize   = 64 * KiB
@@ -96,7 +105,15 @@ type Entry struct {
 	Config map[string]any `yaml:"config,omitempty"`
 	// Grants is everything the plugin may do beyond computing.
 	Grants Grants `yaml:"grants,omitempty"`
+	// ABI names the plugin's ABI: one of ABIs. Empty detects it from the
+	// module's imports and exports.
+	ABI string `yaml:"abi,omitempty"`
 }
+
+// ABIs are the plugin ABIs an entry may name: dsh:host/v1, and the
+// community's Extism-based MCP tool ABIs (hyper-mcp v1 and v2, mcp.run
+// servlets).
+var ABIs = []string{"dsh", "hyper-mcp-v1", "hyper-mcp-v2", "mcp-run"}
 
 // Grants lists the capabilities granted to a plugin.
 type Grants struct {
@@ -110,6 +127,13 @@ type Grants struct {
 	// "todo/write". Core types can never be granted: see
 	// CheckSessionEventType.
 	SessionEvents []string `yaml:"session_events,omitempty"`
+	// Prompt bounds where the plugin's prompt sections may sit.
+	Prompt PromptGrant `yaml:"prompt,omitempty"`
+	// Events lists the waterfalls (system-prompt/assemble, agent/request,
+	// tool/pre-execute, tool/post-execute, or a plugin's own event) the
+	// plugin may join; a waterfall handler may rewrite what passes
+	// through it. Plain listening needs no grant.
+	Events []string `yaml:"events,omitempty"`
 }
 
 // FSMode is the access an fs grant gives.
@@ -151,6 +175,17 @@ type ExecGrant struct {
 	// Env adds to DefaultExecEnv: NAME passes the host's value (when set),
 	// NAME=VALUE sets a fixed value. Nothing else reaches commands.
 	Env []string `yaml:"env,omitempty"`
+	// MaxProcesses bounds the processes and threads alive at once, for
+	// all the plugin's commands in one session together (a cgroup pids
+	// limit); a fork past it fails with EAGAIN.
+	MaxProcesses int `yaml:"max_processes,omitempty"`
+	// Memory bounds the memory of all the plugin's commands in one
+	// session together (a cgroup memory limit); past it the kernel's OOM
+	// killer kills one of them, reported as out_of_memory.
+	Memory ByteSize `yaml:"memory,omitempty"`
+	// FileBytes is the largest file a command may write or truncate to
+	// (RLIMIT_FSIZE); past it the write fails with EFBIG.
+	FileBytes ByteSize `yaml:"file_bytes,omitempty"`
 	// Sandbox runs commands inside bubblewrap: the filesystem read-only
 	// except rw fs grants, private /tmp, no network unless net is granted.
 	// Without it, commands run with the agent's own file and network rights
@@ -181,6 +216,11 @@ type Limits struct {
 	Memory      ByteSize      `yaml:"memory,omitempty"`
 	CallTimeout time.Duration `yaml:"call_timeout,omitempty"`
 	InitTimeout time.Duration `yaml:"init_timeout,omitempty"`
+	// DiskBytes and DiskFiles bound what the plugin adds to the disk
+	// through its fs grants: bytes by file size (sparse holes count) and
+	// files created. Unset means the default (Limits.DiskQuota).
+	DiskBytes ByteSize `yaml:"disk_bytes,omitempty"`
+	DiskFiles int      `yaml:"disk_files,omitempty"`
 }
 
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up
@@ -218,6 +258,15 @@ func (e *Entry) ApplyDefaults() {
 	}
 	if g.Exec.OutputBytes == 0 {
 		g.Exec.OutputBytes = DefaultExecOutputBytes
+	}
+	if g.Exec.MaxProcesses == 0 {
+		g.Exec.MaxProcesses = DefaultExecProcesses
+	}
+	if g.Exec.Memory == 0 {
+		g.Exec.Memory = DefaultExecMemory
+	}
+	if g.Exec.FileBytes == 0 {
+		g.Exec.FileBytes = DefaultExecFileBytes
 	}
 	if g.Net.ResponseBytes == 0 {
 		g.Net.ResponseBytes = DefaultResponseBytes

@@ -36,6 +36,9 @@ grants:
     output_bytes: 64KiB
     env: [GOPATH, CI=1]
     sandbox: true
+    max_processes: 100
+    memory: 256MiB
+    file_bytes: 2GiB
   net:
     allowed_hosts: [api.github.com, "*.githubusercontent.com", "localhost:8080"]
     response_bytes: 1MiB
@@ -67,6 +70,7 @@ grants:
 			Exec: ExecGrant{
 				Allowed: true, Timeout: 30 * time.Second, MaxTimeout: 5 * time.Minute,
 				OutputBytes: 64 * KiB, Env: []string{"GOPATH", "CI=1"}, Sandbox: true,
+				MaxProcesses: 100, Memory: 256 * MiB, FileBytes: 2 * GiB,
 			},
 			Net: NetGrant{
 				AllowedHosts:  []string{"api.github.com", "*.githubusercontent.com", "localhost:8080"},
@@ -146,7 +150,7 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax", "source: [unclosed\n", "plugins.yaml:1: did not find expected"},
 		{"not a mapping", "- a\n", "plugins.yaml:1: want a mapping, got a list"},
 		{"missing source", "sha256: \"sha256:" + strings.Repeat("0", 64) + "\"\n", "plugins.yaml:1: source: missing"},
-		{"unknown top field", "source: x.wasm\nsrc: y\n", "plugins.yaml:2: src: unknown field (known: config, grants, sha256, source)"},
+		{"unknown top field", "source: x.wasm\nsrc: y\n", "plugins.yaml:2: src: unknown field (known: abi, config, grants, sha256, source)"},
 		{"duplicate key", "source: x.wasm\nsource: y.wasm\n", "plugins.yaml:2: source: duplicate key (first defined at line 1)"},
 		{"source not string", "source: 12\n", `plugins.yaml:1: source: want a string, got int "12"`},
 		{"source empty", "source: ''\n", "plugins.yaml:1: source: empty"},
@@ -168,7 +172,7 @@ func TestLoadErrors(t *testing.T) {
 		{"config duplicate", "source: x\nconfig:\n  a: 1\n  a: 2\n", "plugins.yaml:4: config.a: duplicate key (first defined at line 3)"},
 		{"config recursive alias", "source: x\nconfig: &a\n  self: *a\n", "config.self"},
 		{"grants scalar", "source: x\ngrants: all\n", `plugins.yaml:2: grants: want a mapping, got str "all"`},
-		{"grants unknown", "source: x\ngrants:\n  disk: []\n", "plugins.yaml:3: grants.disk: unknown field (known: env, exec, fs, limits, net, session_events)"},
+		{"grants unknown", "source: x\ngrants:\n  disk: []\n", "plugins.yaml:3: grants.disk: unknown field (known: env, events, exec, fs, limits, net, prompt, session_events)"},
 		{"fs not list", "source: x\ngrants:\n  fs: /data\n", `plugins.yaml:3: grants.fs: want a list, got str "/data"`},
 		{"fs item scalar", "source: x\ngrants:\n  fs:\n    - /data\n", `plugins.yaml:4: grants.fs[0]: want a mapping like {path: /data, mode: ro}, got str "/data"`},
 		{"fs relative", "source: x\ngrants:\n  fs:\n    - {path: /ok}\n    - path: data\n", `plugins.yaml:5: grants.fs[1].path: relative path "data" refused: use an absolute path or the word workspace`},
@@ -199,7 +203,7 @@ func TestLoadErrors(t *testing.T) {
 		{"net allow_private str", "source: x\ngrants:\n  net:\n    allow_private: 1\n", `plugins.yaml:4: grants.net.allow_private: want true or false, got int "1"`},
 		{"env bad", "source: x\ngrants:\n  env: [HOME, A-B]\n", `plugins.yaml:3: grants.env[1]: "A-B" is not an environment variable name`},
 		{"env with value", "source: x\ngrants:\n  env: [A=1]\n", `plugins.yaml:3: grants.env[0]: "A=1" is not an environment variable name`},
-		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, init_timeout, memory)"},
+		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, init_timeout, memory)"},
 		{"memory zero", "source: x\ngrants:\n  limits:\n    memory: 0\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory zero unit", "source: x\ngrants:\n  limits:\n    memory: 0MiB\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory over 4GiB", "source: x\ngrants:\n  limits:\n    memory: 5GiB\n", "plugins.yaml:4: grants.limits.memory: 5GiB exceeds the 4GiB maximum"},
@@ -481,5 +485,23 @@ func TestFSGrantResolve(t *testing.T) {
 	}
 	if _, err := (FSGrant{Path: Workspace}).Resolve("rel"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Resolve with relative workspace: %v", err)
+	}
+}
+
+func TestDiskQuotaGrants(t *testing.T) {
+	e, err := Load("plugins.yaml", []byte("source: x\ngrants:\n  limits:\n    disk_bytes: 2MiB\n    disk_files: 10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, f := e.Grants.Limits.DiskQuota(); b != 2<<20 || f != 10 {
+		t.Errorf("DiskQuota() = %d, %d; want 2MiB, 10", b, f)
+	}
+	if b, f := (Limits{}).DiskQuota(); b != int64(DefaultDiskBytes) || f != DefaultDiskFiles {
+		t.Errorf("default DiskQuota() = %d, %d", b, f)
+	}
+	for _, bad := range []string{"disk_files: 0", "disk_files: -1", "disk_files: 1.5", "disk_files: lots", "disk_bytes: 0", "disk_bytes: 2000TiB"} {
+		if _, err := Load("plugins.yaml", []byte("source: x\ngrants:\n  limits:\n    "+bad+"\n")); err == nil || !strings.Contains(err.Error(), "grants.limits.disk_") {
+			t.Errorf("%s: %v, want an error naming grants.limits.disk_*", bad, err)
+		}
 	}
 }

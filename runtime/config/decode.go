@@ -377,6 +377,20 @@ func (d *decoder) size(n *yaml.Node, field string, lo, hi ByteSize) ByteSize {
 	return v
 }
 
+// count decodes an integer in [lo, hi].
+func (d *decoder) count(n *yaml.Node, field string, lo, hi int) int {
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.fail(n, field, "want a whole number, got %s", describeOrNothing(n))
+		return 0
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || v < lo || v > hi {
+		d.fail(n, field, "%s: want a whole number from %d to %d", n.Value, lo, hi)
+		return 0
+	}
+	return v
+}
+
 // list walks a sequence (null is an empty list).
 func (d *decoder) list(n *yaml.Node, field string, each func(item *yaml.Node, field string)) {
 	if isNull(n) {
@@ -446,6 +460,14 @@ func (d *decoder) entry(node *yaml.Node) Entry {
 			}
 		},
 		"grants": func(v *yaml.Node, f string) { e.Grants = d.grants(v, f) },
+		"abi": func(v *yaml.Node, f string) {
+			if s, ok := d.str(v, f); ok {
+				if !slices.Contains(ABIs, s) {
+					d.fail(v, f, "%q is not one of %s (or leave it out to detect the ABI)", s, strings.Join(ABIs, ", "))
+				}
+				e.ABI = s
+			}
+		},
 	})
 	if n.Kind == yaml.MappingNode && !haveSource {
 		d.fail(n, "source", "missing (want builtin:NAME or a path to a .wasm file)")
@@ -470,6 +492,8 @@ func (d *decoder) grants(n *yaml.Node, field string) Grants {
 		"session_events": func(v *yaml.Node, f string) {
 			g.SessionEvents = d.strings(v, f, CheckSessionEventType)
 		},
+		"prompt": func(v *yaml.Node, f string) { g.Prompt = d.promptGrant(v, f) },
+		"events": func(v *yaml.Node, f string) { g.Events = d.strings(v, f, checkEventGrant) },
 	})
 	if g.Exec.Timeout != 0 && g.Exec.MaxTimeout != 0 && g.Exec.Timeout > g.Exec.MaxTimeout {
 		d.fail(n, join(field, "exec.timeout"), "%v exceeds max_timeout %v", g.Exec.Timeout, g.Exec.MaxTimeout)
@@ -531,6 +555,11 @@ func (d *decoder) exec(n *yaml.Node, field string) ExecGrant {
 		},
 		"env":     func(v *yaml.Node, f string) { g.Env = d.strings(v, f, checkExecEnv) },
 		"sandbox": func(v *yaml.Node, f string) { g.Sandbox = d.boolean(v, f) },
+		"max_processes": func(v *yaml.Node, f string) {
+			g.MaxProcesses = d.count(v, f, 1, MaxProcesses)
+		},
+		"memory":     func(v *yaml.Node, f string) { g.Memory = d.size(v, f, MinExecMemory, MaxExecMemory) },
+		"file_bytes": func(v *yaml.Node, f string) { g.FileBytes = d.size(v, f, 1, MaxFileBytes) },
 	})
 	return g
 }
@@ -553,6 +582,8 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"memory":       func(v *yaml.Node, f string) { l.Memory = d.size(v, f, 1, MaxMemory) },
 		"call_timeout": func(v *yaml.Node, f string) { l.CallTimeout = d.duration(v, f) },
 		"init_timeout": func(v *yaml.Node, f string) { l.InitTimeout = d.duration(v, f) },
+		"disk_bytes":   func(v *yaml.Node, f string) { l.DiskBytes = d.size(v, f, 1, MaxDiskBytes) },
+		"disk_files":   func(v *yaml.Node, f string) { l.DiskFiles = d.count(v, f, 1, MaxDiskFiles) },
 	})
 	return l
 }
@@ -633,4 +664,30 @@ func (d *decoder) jsonScalar(n *yaml.Node, field string) any {
 	}
 	d.fail(n, field, "%s cannot be represented in JSON", describe(n))
 	return nil
+}
+
+func (d *decoder) promptGrant(n *yaml.Node, field string) PromptGrant {
+	var g PromptGrant
+	d.fields(n, field, map[string]func(*yaml.Node, string){
+		"order": func(v *yaml.Node, f string) {
+			if v == nil || v.Kind != yaml.SequenceNode || len(v.Content) != 2 {
+				d.fail(v, f, "want a range [lo, hi] of two integers, got %s", describeOrNothing(v))
+				return
+			}
+			var r [2]int
+			for i, item := range v.Content {
+				item = resolve(item)
+				if item == nil || item.Kind != yaml.ScalarNode || item.ShortTag() != "!!int" || item.Decode(&r[i]) != nil {
+					d.fail(item, fmt.Sprintf("%s[%d]", f, i), "want an integer, got %s", describeOrNothing(item))
+					return
+				}
+			}
+			if msg := checkOrderRange(&r); msg != "" {
+				d.fail(v, f, "%s", msg)
+				return
+			}
+			g.Order = &r
+		},
+	})
+	return g
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ func (e Entry) Validate() error {
 		if msg := checkSHA256(e.SHA256); msg != "" {
 			bad("sha256", msg)
 		}
+	}
+	if e.ABI != "" && !slices.Contains(ABIs, e.ABI) {
+		bad("abi", fmt.Sprintf("%q is not one of %s (or leave it out to detect the ABI)", e.ABI, strings.Join(ABIs, ", ")))
 	}
 	if e.Config != nil {
 		if msg := checkJSONValue(e.Config); msg != "" {
@@ -73,8 +77,10 @@ func (e Entry) Validate() error {
 		v, hi ByteSize
 	}{
 		{"grants.exec.output_bytes", g.Exec.OutputBytes, MaxOutputBytes},
+		{"grants.exec.file_bytes", g.Exec.FileBytes, MaxFileBytes},
 		{"grants.net.response_bytes", g.Net.ResponseBytes, MaxResponse},
 		{"grants.limits.memory", g.Limits.Memory, MaxMemory},
+		{"grants.limits.disk_bytes", g.Limits.DiskBytes, MaxDiskBytes},
 	}
 	for _, s := range sizes {
 		if s.v != 0 {
@@ -82,6 +88,19 @@ func (e Entry) Validate() error {
 				bad(s.field, msg)
 			}
 		}
+	}
+	if g.Limits.DiskFiles != 0 {
+		if msg := checkCount(g.Limits.DiskFiles, 1, MaxDiskFiles); msg != "" {
+			bad("grants.limits.disk_files", msg)
+		}
+	}
+	if g.Exec.Memory != 0 {
+		if msg := checkSize(g.Exec.Memory, MinExecMemory, MaxExecMemory); msg != "" {
+			bad("grants.exec.memory", msg)
+		}
+	}
+	if g.Exec.MaxProcesses < 0 || g.Exec.MaxProcesses > MaxProcesses {
+		bad("grants.exec.max_processes", fmt.Sprintf("%d: want a whole number from 1 to %d", g.Exec.MaxProcesses, MaxProcesses))
 	}
 	for i, v := range g.Exec.Env {
 		if msg := checkExecEnv(v); msg != "" {
@@ -101,6 +120,14 @@ func (e Entry) Validate() error {
 	for i, v := range g.SessionEvents {
 		if msg := CheckSessionEventType(v); msg != "" {
 			bad(fmt.Sprintf("grants.session_events[%d]", i), msg)
+		}
+	}
+	if msg := checkOrderRange(g.Prompt.Order); msg != "" {
+		bad("grants.prompt.order", msg)
+	}
+	for i, v := range g.Events {
+		if msg := checkEventGrant(v); msg != "" {
+			bad(fmt.Sprintf("grants.events[%d]", i), msg)
 		}
 	}
 	return errors.Join(errs...)

@@ -52,31 +52,34 @@ func open(t testing.TB, opts deploy.Options) *deploy.Deployment {
 	return d
 }
 
-// A plugin cannot claim what the harness registers: the harness sections
-// and the built-in variables are in the registry before any plugin loads,
-// so the plugin's registration fails and so does the deployment.
+// A plugin cannot claim what the harness or the embedder registers: the
+// harness's names are reserved, and the embedder's native sections and
+// tools are in the registry before any plugin loads, so the plugin's
+// registration fails and so does the deployment.
 func TestHarnessNamesAreTakenBeforePlugins(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  map[string]any
-		want error
+		want string
 	}{
-		{"variable model", map[string]any{"variables": []string{"model"}}, prompt.ErrDuplicateVariable},
-		{"variable cwd", map[string]any{"variables": []string{"cwd"}}, prompt.ErrDuplicateVariable},
-		{"identity section", map[string]any{"sections": []map[string]any{{"name": prompt.IdentitySection, "text": "I am someone else."}}}, prompt.ErrDuplicateSection},
-		{"persona section", map[string]any{"sections": []map[string]any{{"name": prompt.PersonaSection, "text": "x"}}}, prompt.ErrDuplicateSection},
-		{"native tool", map[string]any{"tools": []string{"echo"}}, prompt.ErrDuplicateTool},
+		{"variable model", map[string]any{"variables": []string{"model"}}, "name reserved for the harness"},
+		{"variable cwd", map[string]any{"variables": []string{"cwd"}}, "name reserved for the harness"},
+		{"identity section", map[string]any{"sections": []map[string]any{{"name": prompt.IdentitySection, "order": 5, "text": "I am someone else."}}}, "name reserved for the harness"},
+		{"persona section", map[string]any{"sections": []map[string]any{{"name": prompt.PersonaSection, "order": 5, "text": "x"}}}, "name reserved for the harness"},
+		{"native section", map[string]any{"sections": []map[string]any{{"name": "embedder:rules", "order": 5, "text": "x"}}}, prompt.ErrDuplicateSection.Error()},
+		{"native tool", map[string]any{"tools": []string{"echo"}}, prompt.ErrDuplicateTool.Error()},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := deploy.New(context.Background(), deploy.Options{
 				SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
-				Tools:   []deploy.Tool{echoTool()},
-				Plugins: []plugin.Spec{testkit(t, "claimer", c.cfg)},
+				Sections: []prompt.Section{{Name: "embedder:rules", Order: 50, Text: "Be brief."}},
+				Tools:    []deploy.Tool{echoTool()},
+				Plugins:  []plugin.Spec{testkit(t, "claimer", c.cfg)},
 			})
 			// The refusal reaches the guest as a status and comes back as
 			// its init error: the cause is in the text.
-			if !errors.Is(err, plugin.ErrInit) || !strings.Contains(err.Error(), c.want.Error()) {
+			if !errors.Is(err, plugin.ErrInit) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("New = %v, want an init failure: %v", err, c.want)
 			}
 			if !strings.Contains(err.Error(), "claimer") {

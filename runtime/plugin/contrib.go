@@ -153,7 +153,13 @@ func (c *contrib) withTx(cs *callState, fn func(tx *prompt.Tx) error) error {
 		if c.removed {
 			return errRemoved
 		}
-		return fn(tx)
+		// A registration after the load is checked like a load: it may
+		// not leave a reference unresolved once the deployment is whole.
+		before := tx.Dangling()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return c.p.h.checkNewDangling(tx, before)
 	})
 }
 
@@ -166,6 +172,8 @@ func registrationStatus(err error, plugin string, max int) (hostfns.Status, stri
 		return hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", plugin, max)
 	case errors.Is(err, errRemoved):
 		return hostfns.ErrDenied, err.Error()
+	case errors.Is(err, ErrUnresolvedReference):
+		return hostfns.ErrRule, err.Error()
 	}
 	return hostfns.ErrInternal, err.Error()
 }
@@ -204,7 +212,10 @@ func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostf
 		return nil, st, msg
 	}
 	p := in.p
-	s := prompt.Section{Name: r.Name, Order: r.Order, Text: r.Text}
+	if err := p.checkSectionOrder(r.Name, r.Order); err != nil {
+		return nil, hostfns.ErrDenied, err.Error()
+	}
+	s := prompt.Section{Name: r.Name, Order: r.Order, Text: r.Text, Owner: ownerOf(p.name)}
 	if r.Dynamic {
 		if st, msg := p.contrib.needExport(hostfns.ExportSection, "a dynamic section"); st != 0 {
 			return nil, st, msg
@@ -231,7 +242,9 @@ func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, host
 	fn := func(ctx context.Context, ac prompt.AssembleContext) (string, bool, error) {
 		return p.variableValue(ctx, ac, name)
 	}
-	return p.contrib.register(cs, "variable", name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddVariable(name, fn) }, &reg{})
+	return p.contrib.register(cs, "variable", name, func(tx *prompt.Tx) (prompt.Disposer, error) {
+		return tx.AddOwnedVariable(name, ownerOf(p.name), fn)
+	}, &reg{})
 }
 
 func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
@@ -316,6 +329,9 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 	case hostfns.ModeWaterfall:
 		if want != events.Waterfall && want != events.Any {
 			return nil, hostfns.ErrRule, fmt.Sprintf("%s is a %s event, not a waterfall", r.Event, want)
+		}
+		if err := p.checkWaterfallGrant(r.Event); err != nil {
+			return nil, hostfns.ErrDenied, err.Error()
 		}
 	default:
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("mode %q is not %q or %q", r.Mode, hostfns.ModeListen, hostfns.ModeWaterfall)
@@ -439,6 +455,9 @@ func (p *Plugin) assembleHook(ctx context.Context, ac prompt.AssembleContext, a 
 		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("%w: %s returned an assembly that is not valid JSON: %v", ErrBadOutput, events.EventAssemble, err)}
 	}
 	na.Context = a.Context // the context is the host's fact, not the plugin's
+	if err := p.checkAssembly(a, &na); err != nil {
+		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: err}
+	}
 	return &na, nil
 }
 

@@ -33,7 +33,7 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 	}
 	g := e.Grants
 	spec := Spec{
-		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g,
+		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
 		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout},
 	}
 	return spec, nil
@@ -52,6 +52,9 @@ func checkGrants(name string, g *config.Grants, c hostfns.Capabilities) error {
 type sandbox struct {
 	grants *config.Grants
 	net    *netguard.Fetcher
+	// quota bounds what the plugin adds to the disk, through every jail
+	// of its instances and through files the host writes for it.
+	quota *fsjail.Quota
 }
 
 func (p *Plugin) openSandbox() error {
@@ -60,6 +63,9 @@ func (p *Plugin) openSandbox() error {
 		return nil
 	}
 	p.sandbox.grants = g
+	if len(g.FS) > 0 {
+		p.sandbox.quota = fsjail.NewQuota(g.Limits.DiskQuota())
+	}
 	if len(g.Net.AllowedHosts) > 0 {
 		f, err := netguard.New(netguard.Options{AllowedHosts: g.Net.AllowedHosts,
 			MaxResponseBytes: int64(g.Net.ResponseBytes), AllowPrivateAddresses: g.Net.AllowPrivate})
@@ -121,12 +127,17 @@ func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
 	if err != nil || len(mounts) == 0 {
 		return nil, err
 	}
-	j, err := fsjail.New(mounts)
+	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota))
 	if err != nil {
 		return nil, fmt.Errorf("grants.fs: %w", err)
 	}
 	return j, nil
 }
+
+// DiskQuota is the plugin's disk quota (grants.limits.disk_bytes and
+// disk_files), or nil without fs grants. Host code that writes a file for
+// the plugin, such as saved command output, charges it here first.
+func (p *Plugin) DiskQuota() *fsjail.Quota { return p.sandbox.quota }
 
 func withJail(cfg wazero.ModuleConfig, j *fsjail.Jail) wazero.ModuleConfig {
 	if j == nil {
@@ -164,7 +175,8 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly}
 	}
 	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
-		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0})
+		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,
+		Limits: execLimits(g.Exec)})
 	if err != nil {
 		return nil, hostfns.ErrInternal, err.Error()
 	}
@@ -173,6 +185,12 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 	}
 	p.execs[scope] = m
 	return m, 0, ""
+}
+
+// execLimits maps the exec grant's limits (zero: the defaults) onto
+// execjail's.
+func execLimits(e config.ExecGrant) execjail.Limits {
+	return execjail.Limits{Processes: e.MaxProcesses, Memory: int64(e.Memory), FileBytes: int64(e.FileBytes)}
 }
 
 func (p *Plugin) endExecScope(scope string) {
@@ -232,7 +250,7 @@ func toExecResult(r execjail.Result) hostfns.ExecResult {
 		return hostfns.ExecOutput{Data: head + tail, Truncated: true, OmittedAt: len(head), Omitted: o.Omitted, Total: o.Total}
 	}
 	return hostfns.ExecResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Canceled: r.Canceled,
-		Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
+		OutOfMemory: r.OutOfMemory, Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
 }
 
 func toExecStatus(s execjail.Status) hostfns.ExecStatus {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 )
 
@@ -83,8 +83,8 @@ func cGuest(t testing.TB) string {
 // installed outside CI.
 func checkCBuild(t testing.TB, err error) {
 	t.Helper()
-	if errors.Is(err, guestbuild.ErrNoClang) && os.Getenv("CI") != "true" {
-		t.Skip(err)
+	if errors.Is(err, guestbuild.ErrNoClang) || errors.Is(err, guestbuild.ErrNoWat2Wasm) {
+		prereq.Missing(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

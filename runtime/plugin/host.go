@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -65,6 +66,9 @@ type Spec struct {
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
+	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
+	// the module's imports and exports.
+	ABI string
 	// ModuleConfig, when set, adjusts each instance's module config.
 	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
 
@@ -127,6 +131,10 @@ type Host struct {
 	// loadMu serialises loads, unloads and reloads, which are registry
 	// updates that may run guest code.
 	loadMu sync.Mutex
+	// refsChecked: CheckReferences ran; later loads and registrations
+	// are checked at once. Atomic: it is read under the registry's and a
+	// contribution's locks, where h.mu may not be taken.
+	refsChecked atomic.Bool
 }
 
 // New returns a host.
@@ -176,13 +184,19 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	_, dup := h.plugins[name]
 	h.mu.RUnlock()
 	if dup {
-		return nil, fmt.Errorf("load plugin %q: %w", name, ErrAlreadyLoaded)
+		return nil, fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
 	}
 	p, err := h.prepare(ctx, name, spec)
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
-	err = h.reg.Update(func(tx *prompt.Tx) error { return p.runInit(ctx, tx) })
+	dangling := h.reg.Dangling()
+	err = h.reg.Update(func(tx *prompt.Tx) error {
+		if err := p.runInit(ctx, tx); err != nil {
+			return err
+		}
+		return h.checkNewDangling(tx, dangling)
+	})
 	if err != nil {
 		p.close(ctx)
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
@@ -224,11 +238,15 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
+	dangling := h.reg.Dangling()
 	err = h.reg.Update(func(tx *prompt.Tx) error {
 		if err := old.contrib.removeAll(tx); err != nil {
 			return err
 		}
-		return p.runInit(ctx, tx)
+		if err := p.runInit(ctx, tx); err != nil {
+			return err
+		}
+		return h.checkNewDangling(tx, dangling)
 	})
 	if err != nil {
 		old.contrib.restore()
@@ -241,6 +259,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.plugins[name] = p
 	h.mu.Unlock()
 	old.close(ctx)
+	h.logDangling(name, dangling)
 	return p, nil
 }
 
@@ -248,6 +267,13 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 func (h *Host) Unload(ctx context.Context, name string) error {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
+	return h.unloadLocked(ctx, name)
+}
+
+// unloadLocked is Unload with loadMu held. Sections of other plugins that
+// referenced the plugin's variables are logged as dangling.
+func (h *Host) unloadLocked(ctx context.Context, name string) error {
+	dangling := h.reg.Dangling()
 	h.mu.Lock()
 	p := h.plugins[name]
 	delete(h.plugins, name)
@@ -262,6 +288,7 @@ func (h *Host) Unload(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("unload plugin %q: %w", name, err)
 	}
+	h.logDangling(name, dangling)
 	return nil
 }
 

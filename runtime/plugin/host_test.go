@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
@@ -138,10 +139,10 @@ func TestFailedInitRollsBack(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"guest error", map[string]any{"sections": []map[string]any{{"name": "kit:a", "text": "a"}}, "tools": []string{"counter"}, "init_fail": "config rejected"}, ErrGuest, "config rejected"},
-		{"duplicate section", map[string]any{"sections": []map[string]any{{"name": "kit:a", "text": "a"}, {"name": "taken", "text": "b"}}}, ErrInit, "duplicate section name"},
+		{"guest error", map[string]any{"sections": []map[string]any{{"name": "kit:a", "order": 1, "text": "a"}}, "tools": []string{"counter"}, "init_fail": "config rejected"}, ErrGuest, "config rejected"},
+		{"duplicate section", map[string]any{"sections": []map[string]any{{"name": "kit:a", "order": 1, "text": "a"}, {"name": "taken", "order": 1, "text": "b"}}}, ErrInit, "duplicate section name"},
 		{"malformed variable", map[string]any{"tools": []string{"counter"}, "variables": []string{"Bad-Name"}}, ErrInit, "invalid variable name"},
-		{"trap", map[string]any{"sections": []map[string]any{{"name": "kit:a", "text": "a"}}, "init_trap": true}, ErrTrap, ""},
+		{"trap", map[string]any{"sections": []map[string]any{{"name": "kit:a", "order": 1, "text": "a"}}, "init_trap": true}, ErrTrap, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,7 +177,7 @@ func TestInitTimeoutKillsInfiniteLoop(t *testing.T) {
 func TestUnloadRemovesEverything(t *testing.T) {
 	h := newHost(t)
 	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
-		"sections": []map[string]any{{"name": "kit:a", "text": "a"}}, "variables": []string{"kv"},
+		"sections": []map[string]any{{"name": "kit:a", "order": 1, "text": "a"}}, "variables": []string{"kv"},
 		"tools": []string{"counter"}, "subscribe": []map[string]any{{"event": "custom/ping"}},
 	})})
 	if err != nil {
@@ -209,8 +210,8 @@ func TestUnloadRemovesEverything(t *testing.T) {
 func TestReloadSwapsAtomically(t *testing.T) {
 	h := newHost(t)
 	src := testkit(t)
-	old := cfg(t, map[string]any{"sections": []map[string]any{{"name": "kit:old", "text": "old"}}, "tools": []string{"counter"}})
-	neu := cfg(t, map[string]any{"sections": []map[string]any{{"name": "kit:new", "text": "new"}}, "tools": []string{"echo"}})
+	old := cfg(t, map[string]any{"sections": []map[string]any{{"name": "kit:old", "order": 1, "text": "old"}}, "tools": []string{"counter"}})
+	neu := cfg(t, map[string]any{"sections": []map[string]any{{"name": "kit:new", "order": 1, "text": "new"}}, "tools": []string{"echo"}})
 	if _, err := h.Load(bg, Spec{Name: "kit", Source: src, Config: old}); err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestEventModes(t *testing.T) {
 		"tools":     []string{"events", "emit"},
 		"subscribe": []map[string]any{{"event": "custom/ping"}, {"event": "plugin:kit/echo"}, {"event": events.EventAgentRequest, "mode": "waterfall"}},
 		"set_model": "from-waterfall",
-	})})
+	}), Grants: &config.Grants{Events: []string{events.EventAgentRequest}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +458,7 @@ func TestAssembleWaterfallSuppliesLateModel(t *testing.T) {
 	_, err := h.Load(bg, Spec{Name: "router", Source: testkit(t), Config: cfg(t, map[string]any{
 		"subscribe": []map[string]any{{"event": events.EventAssemble, "mode": "waterfall"}},
 		"set_model": "late-model",
-	})})
+	}), Grants: &config.Grants{Events: []string{events.EventAssemble}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,8 @@ type instance struct {
 	sleep   *sleeper
 	guard   *guard // watches each call's budget; re-armed per call
 
+	ext *extismState // an Extism plugin's kernel and state; nil for dsh
+
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
 	flag api.MutableGlobal // the interrupt flag; nil if not instrumented
@@ -82,10 +84,10 @@ func isActive(ctx context.Context, in *instance) bool {
 	return false
 }
 
-// newInstance instantiates the module and runs its reactor initialiser,
-// then dsh_setup unless this is the load-time instance's first life (whose
-// init runInit calls).
-func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
+// moduleConfig is an instance's module config: WASI with the real
+// clocks, a sleep the budget can wake, stdio to the log, the granted
+// environment and the fs jail.
+func (p *Plugin) moduleConfig(facts *prompt.AgentFacts) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
 	lw := newLineLogger(p)
 	sl := &sleeper{}
 	cfg := wazero.NewModuleConfig().
@@ -106,11 +108,25 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	jail, err := p.jailFor(facts)
 	if err != nil {
 		lw.Close()
-		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: err}
+		return cfg, nil, nil, nil, &CallError{Plugin: p.name, Export: "instantiate", Err: err}
 	}
 	cfg = withJail(cfg, jail)
 	if p.spec.ModuleConfig != nil {
 		cfg = p.spec.ModuleConfig(cfg)
+	}
+	return cfg, lw, sl, jail, nil
+}
+
+// newInstance instantiates the module and runs its reactor initialiser,
+// then dsh_setup unless this is the load-time instance's first life (whose
+// init runInit calls).
+func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
+	if p.isExtism() {
+		return p.newExtismInstance(ctx, loadTime, facts)
+	}
+	cfg, lw, sl, jail, err := p.moduleConfig(facts)
+	if err != nil {
+		return nil, err
 	}
 	mod, err := p.rt.InstantiateModule(ctx, p.module, cfg)
 	if err != nil {
@@ -203,6 +219,10 @@ func (in *instance) closeLocked(ctx context.Context) {
 	}
 	in.p.byModule.Delete(in.mod)
 	in.mod.Close(context.WithoutCancel(ctx))
+	if in.ext != nil {
+		in.p.byModule.Delete(in.ext.kernel)
+		in.ext.kernel.Close(context.WithoutCancel(ctx))
+	}
 	in.logw.Close()
 	if in.jail != nil {
 		in.jail.Close()
@@ -228,6 +248,12 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	defer in.mu.Unlock()
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
+	}
+	// A call whose context has already ended never enters the guest: the
+	// guest checks its kill flag only every FuelPerCheck units, so a short
+	// call would otherwise run to completion. The instance stays whole.
+	if ctx.Err() != nil {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
 	}
 	g := in.guard
 	callCtx := g.arm(ctx, timeout)

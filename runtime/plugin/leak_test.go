@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -23,7 +24,7 @@ func TestNoLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := h.Load(bg, Spec{Name: "kit", Source: src, Limits: Limits{CallTimeout: 200 * time.Millisecond}, Config: cfg(t, map[string]any{
-		"sections": []map[string]any{{"name": "kit:dyn", "dynamic": true}}, "variables": []string{"kv"},
+		"sections": []map[string]any{{"name": "kit:dyn", "order": 1, "dynamic": true}}, "variables": []string{"kv"},
 		"tools": []string{"counter", "trap", "spin"}, "subscribe": []map[string]any{{"event": "custom/ping"}},
 	})})
 	if err != nil {
@@ -31,13 +32,34 @@ func TestNoLeaks(t *testing.T) {
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		a := agent(id, "m")
-		h.CallTool(bg, a, "counter", nil)
-		h.CallTool(bg, a, "trap", nil)
-		h.CallTool(bg, a, "spin", nil)
-		h.Registry().Assemble(bg, prompt.AssembleContext{Agent: a})
-		h.Bus().Emit(WithAgent(bg, a), "custom/ping", []byte(`{}`))
+		if r, err := h.CallTool(bg, a, "counter", nil); err != nil || r.IsError || r.Text != "1" {
+			t.Fatalf("agent %s counter: %+v, %v", id, r, err)
+		}
+		if _, err := h.CallTool(bg, a, "trap", nil); !errors.Is(err, ErrTrap) {
+			t.Fatalf("agent %s trap: %v", id, err)
+		}
+		if _, err := h.CallTool(bg, a, "spin", nil); !errors.Is(err, ErrComputeBudget) {
+			t.Fatalf("agent %s spin: %v", id, err)
+		}
+		asm, err := h.Registry().Assemble(bg, prompt.AssembleContext{Agent: a})
+		if err != nil || len(asm.Sections) != 1 || asm.Sections[0].Text != "agent "+id+" runs m" || asm.Variables["kv"] != (prompt.Value{Text: "kv:m", OK: true, Owner: "plugin kit"}) {
+			t.Fatalf("agent %s assembly: %+v, %v", id, asm, err)
+		}
+		if err := h.Bus().Emit(WithAgent(bg, a), "custom/ping", []byte(`{}`)); err != nil {
+			t.Fatalf("agent %s emit: %v", id, err)
+		}
+		// The instance that trapped and the one killed were replaced.
+		if r, err := h.CallTool(bg, a, "counter", nil); err != nil || r.Text != "1" {
+			t.Fatalf("agent %s counter on a fresh instance: %+v, %v", id, r, err)
+		}
+	}
+	if n := p.Instances(); n != 4 {
+		t.Fatalf("%d instances open, want the load-time one and one per agent", n)
 	}
 	h.EndAgent(bg, "a")
+	if n := p.Instances(); n != 3 {
+		t.Fatalf("%d instances open after EndAgent(a), want 3", n)
+	}
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -32,6 +33,12 @@ type Plugin struct {
 	rt      wazero.Runtime
 	module  wazero.CompiledModule
 	exports map[string]bool
+	// abi is the module's ABI ("" until detected, then ABIDsh or a
+	// community ABI). Community plugins run on the Extism kernel below.
+	abi       string
+	kernel    wazero.CompiledModule
+	extConfig map[string]string
+	reqID     atomic.Int64
 	// interruptible: the module was instrumented with an interrupt flag.
 	interruptible bool
 	// byModule maps each open instance's module to the instance, for
@@ -115,7 +122,14 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 	if p.module, err = p.rt.CompileModule(ctx, b); err != nil {
 		return nil, fmt.Errorf("%w: compile: %w", ErrABI, err)
 	}
-	if err := p.checkModule(); err != nil {
+	if p.abi, err = p.detectABI(); err != nil {
+		return nil, err
+	}
+	if p.isExtism() {
+		if err := p.prepareExtism(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := p.checkModule(); err != nil {
 		return nil, err
 	}
 	if err := p.openSandbox(); err != nil {
@@ -170,6 +184,9 @@ func (p *Plugin) checkModule() error {
 		}
 		p.exports[name] = true
 	}
+	if _, ok := defs["_start"]; ok && !p.exports[hostfns.ExportInitialize] {
+		return fmt.Errorf("%w: the module is a command (it exports _start and no _initialize), so its exports cannot be called after main returns; build it as a library: Go -buildmode=c-shared, C/clang -mexec-model=reactor (or -nostdlib -Wl,--no-entry), Rust crate-type cdylib", ErrABI)
+	}
 	for _, req := range []string{hostfns.ExportABIVersion, hostfns.ExportAlloc, hostfns.ExportInit} {
 		if !p.exports[req] {
 			return fmt.Errorf("%w: module does not export %s; is it a dsh:host/v1 plugin?", ErrABI, req)
@@ -207,6 +224,9 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 	p.load = inst
 	p.mu.Unlock()
 	p.contrib.reset()
+	if p.isExtism() {
+		return p.extismInit(ctx, tx, inst)
+	}
 	cs := &callState{tx: tx, init: true}
 	st, out, err := inst.invoke(ctx, cs, hostfns.ExportInit, p.limits.InitTimeout, p.config)
 	if err != nil {

@@ -32,6 +32,9 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 	if err != nil {
 		return ToolResult{}, err
 	}
+	if p.isExtism() {
+		return p.callExtismTool(ctx, in, facts, name, args)
+	}
 	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
 		[]byte(name), in.contextJSON(facts), args)
 	if err != nil {

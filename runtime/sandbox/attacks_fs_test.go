@@ -17,15 +17,23 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-dotdot-chain", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-dotdot"))
-			e.wantErrno(r, "EPERM", "openat ../", "openat deep ../ chain", "openat sub/../../", "stat ../", "opendir ..")
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
+			e.wantErrno(r, "OK", "symlink up -> ..", "symlink sub/upup -> ../..")
+			// A lexical ".." is refused by wazero; the symlinks reach
+			// the jail.
+			e.wantErrno(r, "EPERM", "openat ../", "openat deep ../ chain", "openat sub/../../", "stat ../", "opendir ..",
+				"openat up/NAME/secret.txt", "openat sub/upup/NAME/secret.txt", "openat sub/../up/NAME/sub/deep.txt",
+				"stat up/NAME/secret.txt", "openat up/ws/hello.txt (out and back in)")
 			// Go's os package cleans ws/../x lexically to a path under no
 			// pre-open, so the call never reaches a mount.
 			e.wantErrno(r, "EBADF", "os.ReadFile ws/../")
-			return "refused (EPERM at the jail; EBADF for a path under no pre-open)"
+			return "refused (EPERM in wazero or at the jail, through symlinks to ..; EBADF for a path under no pre-open)"
 		}},
 		{name: "fs-absolute-path", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-absolute"))
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
+			wantControl(e, r, "control: os.ReadFile ws/hello.txt", helloText)
 			e.wantErrno(r, "EPERM", "openat absolute", "stat absolute")
 			e.wantErrno(r, "EBADF", "os.ReadFile absolute", "os.ReadDir /")
 			return "refused (EPERM relative to a mount; EBADF outside every mount)"
@@ -35,7 +43,8 @@ func fsAttacks() []hostileAttack {
 			r := e.attack(e.main, e.fsArgs("fs-symlink-relative"))
 			// wazero #2321: creating the link is allowed (its target is
 			// only text), following it out is not.
-			e.wantErrno(r, "OK", "symlink ../NAME/secret.txt", "readlink", "symlink deep ../")
+			e.wantErrno(r, "OK", "symlink ../NAME/secret.txt", "readlink", "symlink deep ../", "control: symlink sub/in-link -> ../hello.txt")
+			wantControl(e, r, "control: read through sub/in-link", helloText)
 			e.wantErrno(r, "EPERM", "read through the link", "read through the deep link", "write through the link")
 			if got, err := os.Readlink(e.ws + "/rel-link"); err != nil || got != e.rel+"/secret.txt" {
 				e.t.Errorf("the guest's link on the host: %q, %v", got, err)
@@ -45,6 +54,8 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-symlink-absolute", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-symlink-absolute"))
+			e.wantErrno(r, "OK", "control: symlink relative target")
+			wantControl(e, r, "control: read the relative link", helloText)
 			e.wantErrno(r, "EPERM", "symlink absolute target", "read the host's absolute link")
 			e.wantErrno(r, "ENOENT", "read the guest's absolute link")
 			return "refused (EPERM creating or following an absolute symlink)"
@@ -52,7 +63,8 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-symlinked-dir", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-symlinked-dir"))
-			e.wantErrno(r, "OK", "symlink ../NAME")
+			e.wantErrno(r, "OK", "symlink ../NAME", "control: symlink sub-link -> sub", "control: create sub-link/made.txt")
+			wantControl(e, r, "control: read sub/made.txt", "made")
 			e.wantErrno(r, "EPERM", "read dir-link/secret.txt", "list dir-link", "stat dir-link/secret.txt",
 				"create dir-link/planted.txt", "read host-dir-link/secret.txt")
 			return "refused (EPERM through a directory symlink, the guest's or the host's)"
@@ -60,9 +72,16 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-hardlink-out", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-hardlink"))
-			e.wantErrno(r, "EPERM", "link ../NAME/secret.txt", "link absolute", "link following a symlink")
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
+			e.wantErrno(r, "OK", "control: link hello.txt", "symlink outdir -> ../NAME")
+			wantControl(e, r, "read hello-link", helloText)
+			e.wantErrno(r, "EPERM", "link ../NAME/secret.txt", "link absolute", "link outdir/secret.txt", "link in, to outdir/stolen")
+			// The jail links a symlink itself, never its target: the
+			// new name is a second symlink out, refused when read.
+			e.wantErrno(r, "OK", "link following a symlink")
+			e.wantErrno(r, "EPERM", "read stolen-via")
 			e.wantErrno(r, "EBADF", "os.Link lexical ..")
-			e.wantErrno(r, "ENOENT", "read stolen-rel", "read stolen-abs", "read stolen-via", "read stolen-os")
+			e.wantErrno(r, "ENOENT", "read stolen-rel", "read stolen-abs", "read stolen-os", "read stolen-dir")
 			return "refused (EPERM; the secret's link count is unchanged)"
 		}},
 		{name: "fs-rename-over-race", run: func(e *env) string {
@@ -144,6 +163,7 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-proc-self", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-proc-self"))
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
 			e.wantErrno(r, "EBADF", "os.ReadFile /proc/self/environ", "os.ReadFile /proc/self/root"+e.outside+"/secret.txt",
 				"os.ReadFile /proc/self/cwd/secret.txt", "os.ReadFile /proc/self/fd/0")
 			e.wantErrno(r, "EPERM", "openat /proc/self/root", "read proc-link", "read env-link")
@@ -152,13 +172,19 @@ func fsAttacks() []hostileAttack {
 		{name: "fs-mutate-outside", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-mutate-outside"))
+			wantControl(e, r, "control: read hello.txt through the descriptor", helloText)
 			e.wantErrno(r, "EPERM", "unlink ../", "rename over ../", "rename out of ../", "mkdir ../", "set mtime ../", "truncate ../", "create ../")
+			e.wantErrno(r, "OK", "symlink outdir -> ../NAME", "control: unlink", "control: rename", "control: mkdir", "control: rmdir",
+				"control: set mtime", "control: truncate", "control: create")
+			e.wantErrno(r, "EPERM", "unlink outdir/", "rename over outdir/", "rename out of outdir/", "mkdir outdir/", "rmdir outdir/sub",
+				"set mtime outdir/", "symlink in outdir/", "truncate outdir/", "create outdir/")
 			return "refused (EPERM: no unlink, rename, mkdir, utimes, truncate or create outside)"
 		}},
 		{name: "fs-symlink-loop", run: func(e *env) string {
 			e.attacker(nil)
 			r := e.attack(e.main, e.fsArgs("fs-symlink-loop"))
-			e.wantErrno(r, "OK", "symlink a -> b", "symlink b -> a", "symlink self")
+			e.wantErrno(r, "OK", "symlink a -> b", "symlink b -> a", "symlink self", "control: symlink chain c1 -> c2 -> hello.txt")
+			wantControl(e, r, "control: read c1", helloText)
 			e.wantErrno(r, "ELOOP", "read loop-a", "read loop-self", "stat loop-a/x")
 			return "refused (ELOOP)"
 		}},
@@ -234,4 +260,12 @@ func raceVerdict(e *env, reader, swapper report, n int, allowed ...string) strin
 		}
 	}
 	return "never read outside (" + strings.Join(slices.Sorted(slices.Values(parts)), ", ") + ")"
+}
+
+// wantControl asserts that a legitimate step succeeded and read want.
+func wantControl(e *env, r report, op, want string) {
+	e.t.Helper()
+	if s := r.step(e.t, op); s.Errno != "OK" || s.Data != want {
+		e.t.Errorf("%s: errno %s, data %q; want OK and %q", op, s.Errno, s.Data, want)
+	}
 }

@@ -80,8 +80,10 @@ func moduleAttacks() []hostileAttack {
 		}},
 		{name: "extism-abi-module", run: func(e *env) string {
 			_, err := e.load("extism", "extism", map[string]any{})
-			e.wantErr("load", err, plugin.ErrABI, "it is an Extism plugin, not a dsh:host/v1 plugin")
-			return "refused (unsupported ABI: an Extism plugin)"
+			// Community Extism plugins run on the host's Extism kernel, but
+			// only those exporting a known tool ABI's pair of functions.
+			e.wantErr("load", err, plugin.ErrABI, "an Extism module must export describe and call (hyper-mcp v1, mcp.run) or list_tools and call_tool (hyper-mcp v2); it has _initialize, call")
+			return "refused (unsupported ABI: an Extism module that is no known tool ABI)"
 		}},
 		{name: "unknown-host-import", run: func(e *env) string {
 			// The module is refused when it is loaded, before any of its

@@ -147,7 +147,7 @@ func registryAttacks() []hostileAttack {
 				e.t.Cleanup(off)
 			}
 			e.attacker(nil)
-			names := []string{"agent/request", "tool/pre-execute", "plugin/loaded", "plugin:victim/steal", "plugin:attacker/",
+			names := []string{"agent/request", "tools/pre-execute", "plugin/loaded", "plugin:victim/steal", "plugin:attacker/",
 				"plugin:attacker/has space", "plugin:attackerx/y"}
 			r := e.attack(e.main, attackArgs{Attack: "emit-foreign", Names: names})
 			e.wantAll(r, hostfns.ErrDenied, `plugin "attacker" may emit only its own events, named plugin:attacker/<event>`)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
@@ -193,7 +194,7 @@ func TestCorpusMessages(t *testing.T) {
 		t.Helper()
 		p, ok := byName[name]
 		if !ok {
-			t.Skipf("corpus file %s missing", name)
+			prereq.Missing(t, "corpus file %s missing", name)
 		}
 		log, err := ReadFile(p)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
@@ -23,7 +24,7 @@ func corpusFiles(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Skipf("no session files in the conformance corpus at %s", sessions)
+		prereq.Missing(t, "no session files in the conformance corpus at %s", sessions)
 	}
 	// The hook scenarios too: this package knows their event types.
 	hooks, err := filepath.Glob(filepath.Join(filepath.Dir(sessions), "hook-sessions", "*", "session*.jsonl"))

@@ -32,7 +32,29 @@ func (m *Manager) findBwrap() (string, error) {
 	return path, nil
 }
 
-// bwrapArgs builds the bwrap command line that runs argv in dir.
+// systemDirs are the host directories a sandbox sees (read-only) besides
+// its roots: programs and libraries. A symlink (merged /usr) is
+// recreated as a symlink.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles is the curated /etc: name resolution, users and groups for
+// tools that look them up, TLS roots, time zone, the dynamic loader and
+// Debian's alternatives symlinks. Secrets (shadow, ssh keys, credentials
+// of services) stay out.
+var etcFiles = []string{
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
+	"/etc/resolv.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
+	"/etc/localtime", "/etc/timezone", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/pki",
+	"/etc/mime.types", "/etc/os-release", "/etc/debian_version", "/etc/inputrc",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/environment", "/etc/perl",
+}
+
+// bwrapArgs builds the bwrap command line that runs argv in dir. The
+// sandbox's root is an empty tmpfs: only systemDirs, the curated /etc and
+// the granted roots are bound in, so no host socket, device or state file
+// outside the roots is even visible; /tmp, /var/tmp and /run (and
+// /var/run) are fresh and empty, /dev and /proc minimal and new.
 func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 	args := []string{
 		bwrap,
@@ -43,25 +65,54 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 	if !m.opts.Network {
 		args = append(args, "--unshare-net")
 	}
+	args = append(args, "--cap-drop", "ALL")
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				args = append(args, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range etcFiles {
+		args = append(args, "--ro-bind-try", f, f)
+	}
 	args = append(args,
-		"--cap-drop", "ALL",
-		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
+		// uid 0 may write these without a capability: sysctls such as
+		// core_pattern or modprobe would have the kernel run a program of
+		// the command's choosing with every capability, sysrq-trigger
+		// reboots. bwrap 0.8 leaves them writable for root.
+		"--ro-bind", "/proc/sys", "/proc/sys",
+		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--ro-bind-try", "/proc/irq", "/proc/irq",
+		"--ro-bind-try", "/proc/bus", "/proc/bus",
+		"--ro-bind-try", "/proc/fs", "/proc/fs",
 		"--tmpfs", "/tmp",
+		"--tmpfs", "/var/tmp",
+		"--tmpfs", "/run",
+		"--symlink", "../run", "/var/run",
 	)
-	// Parents before children, so a writable root inside a read-only one
-	// (or under /tmp, which the tmpfs hid) stays visible and writable.
+	// Parents before children, whatever the order of the grants: a
+	// read-only root inside a writable one is bound over it and stays
+	// read-only; a writable root inside a read-only one stays writable.
 	roots := append([]Root(nil), m.roots...)
 	sort.SliceStable(roots, func(i, j int) bool { return len(roots[i].Path) < len(roots[j].Path) })
 	for _, r := range roots {
-		switch {
-		case r.Writable:
+		if r.Writable {
 			args = append(args, "--bind", r.Path, r.Path)
-		case within("/tmp", r.Path):
+		} else {
 			args = append(args, "--ro-bind", r.Path, r.Path)
 		}
 	}
+	// The sandbox's own root (an empty tmpfs holding the mount points)
+	// is read-only too: the only scratch space is /tmp, /var/tmp and /run.
+	args = append(args, "--remount-ro", "/")
 	args = append(args, "--json-status-fd", bwrapStatusFD, "--chdir", dir, "--")
 	return append(args, argv...)
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 )
 
 // requireBwrap skips without bubblewrap, except under CI=true where its
@@ -20,10 +22,7 @@ import (
 func requireBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bwrap is required when CI=true: %v", err)
-		}
-		t.Skipf("bwrap not installed: %v", err)
+		prereq.Missing(t, "bwrap not installed: %v", err)
 	}
 }
 
@@ -53,11 +52,11 @@ func TestSandboxExitCodes(t *testing.T) {
 
 func TestSandboxCannotWriteOutsideWorkspace(t *testing.T) {
 	requireBwrap(t)
-	// Outside /tmp, so the sandbox sees the directory (read-only) rather
-	// than an empty private /tmp.
+	// Outside /tmp; the sandbox binds only system directories and its
+	// roots, so the host directory next to the workspace is not there.
 	base, err := os.MkdirTemp("/var/tmp", "execjail-test-")
 	if err != nil {
-		t.Skipf("need a writable directory outside /tmp: %v", err)
+		prereq.Missing(t, "need a writable directory outside /tmp: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
@@ -67,14 +66,16 @@ func TestSandboxCannotWriteOutsideWorkspace(t *testing.T) {
 	m, _ := newManager(t, Isolation(), Options{Sandbox: true, Roots: []Root{{Path: ws, Writable: true}}})
 	script := fmt.Sprintf(`
 touch %[1]s/inside || exit 10
-test -e %[2]s/seen || exit 11
+test -e %[2]s/seen && exit 11
+test -e /etc/shadow && exit 14
+test -e /etc/passwd || exit 15
 touch %[2]s/escaped 2>/dev/null && exit 12
 mount -o remount,rw / 2>/dev/null; mount -o remount,rw %[2]s 2>/dev/null
 touch %[2]s/escaped 2>/dev/null && exit 13
 exit 0`, ws, outside)
 	res := run(t, m, Command{Script: script})
 	if res.ExitCode != 0 {
-		t.Errorf("exit %d (10: workspace not writable, 11: outside not visible, 12: wrote outside, 13: wrote outside after remount); stderr %q",
+		t.Errorf("exit %d (10: workspace not writable, 11: outside visible, 12: wrote outside, 13: wrote outside after remount, 14: /etc/shadow visible, 15: curated /etc missing); stderr %q",
 			res.ExitCode, res.Stderr.Data)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "inside")); err != nil {
@@ -99,7 +100,7 @@ func TestSandboxReadOnlyRoot(t *testing.T) {
 func TestSandboxPrivateTmp(t *testing.T) {
 	hostFile, err := os.CreateTemp("/tmp", "execjail-host-*")
 	if err != nil {
-		t.Skipf("no writable /tmp: %v", err)
+		prereq.Missing(t, "no writable /tmp: %v", err)
 	}
 	hostFile.Close()
 	defer os.Remove(hostFile.Name())
@@ -197,8 +198,10 @@ func TestBwrapArgs(t *testing.T) {
 	args := strings.Join(m.bwrapArgs("/usr/bin/bwrap", "/tmp/ws", []string{"bash", "-c", "x"}), " ")
 	for _, want := range []string{
 		"--unshare-net", "--cap-drop ALL", "--die-with-parent", "--new-session", "--unshare-pid",
-		"--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp ",
-		"--ro-bind /tmp/ro /tmp/ro", "--bind /tmp/ws /tmp/ws", "--bind /tmp/ws/sub /tmp/ws/sub",
+		"--ro-bind /usr /usr", "--ro-bind-try /etc/passwd /etc/passwd",
+		"--dev /dev --proc /proc --ro-bind /proc/sys /proc/sys --ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger",
+		"--tmpfs /tmp --tmpfs /var/tmp --tmpfs /run --symlink ../run /var/run ",
+		"--ro-bind /tmp/ro /tmp/ro", "--ro-bind /srv/ro /srv/ro", "--bind /tmp/ws /tmp/ws", "--bind /tmp/ws/sub /tmp/ws/sub",
 		"--chdir /tmp/ws -- bash -c x",
 	} {
 		if !strings.Contains(args, want) {
@@ -214,8 +217,10 @@ func TestBwrapArgs(t *testing.T) {
 	if strings.Index(args, "--tmpfs /tmp") > strings.Index(args, "--ro-bind /tmp/ro") {
 		t.Errorf("a read-only root under /tmp must be bound after the tmpfs:\n%s", args)
 	}
-	if strings.Contains(args, "/srv/ro") {
-		t.Errorf("read-only root outside /tmp needs no bind: %s", args)
+	for _, never := range []string{"--ro-bind / /", "--bind / /", "/etc/shadow", " /var ", " /home "} {
+		if strings.Contains(args, never) {
+			t.Errorf("bwrap args bind %q: %s", never, args)
+		}
 	}
 	m.opts.Network = true
 	if args := strings.Join(m.bwrapArgs("/usr/bin/bwrap", "/", []string{"true"}), " "); strings.Contains(args, "--unshare-net") {

@@ -26,7 +26,8 @@
 // Manager (the best available unless Options.Isolation asks for one) and
 // reported by Manager.Isolation and, for the system, by Isolation():
 //   - ModePIDNamespace (needs root or CAP_SYS_ADMIN): the command is PID 1
-//     of a new PID namespace with its own /proc. Killing it makes the
+//     of a new PID namespace, in a mount namespace of its own with its own
+//     /proc (which it cannot unmount: it has no capabilities). Killing it makes the
 //     kernel kill every process in the namespace, including daemons that
 //     called setsid or double-forked, and Result is only reported after
 //     they are all gone. When the command exits on its own, whatever it
@@ -48,21 +49,38 @@
 // PID namespace mode that takes the whole tree down, in the other modes
 // only the top process is signalled.
 //
+// Whatever the mode, every command starts through a launch helper (a
+// re-execution of the agent's binary, see helper_linux.go) that, before
+// exec: puts it in the Manager's cgroups, which hold Limits.Processes and
+// Limits.Memory for all its commands together (cgroup v2, or v1 for a
+// controller v2 does not carry); sets RLIMIT_FSIZE to Limits.FileBytes;
+// clears the ambient, bounding and inheritable capability sets, so even a
+// root command has none; sets no_new_privs; and, on kernels with Landlock
+// ABI 6, scopes abstract Unix sockets and signals to the command's own
+// processes. The agent process is made non-dumpable, so a same-uid
+// command without CAP_SYS_PTRACE cannot read its /proc/<pid>/environ or
+// mem. Enforced reports what this system enforces, apart from the mode.
+//
 // With Options.Sandbox, the command runs inside bubblewrap (bwrap): the
-// host filesystem is mounted read-only, writable roots are bound
-// read-write, /tmp is a private tmpfs, /dev and /proc are minimal and new,
-// PID, IPC and UTS namespaces are private, all capabilities are dropped
-// (so even root cannot remount anything writable), and the network is
-// unshared (only a loopback device) unless Options.Network is set, in
+// sandbox's root is an empty read-only tmpfs holding only /usr, /bin,
+// /sbin, /lib*, a curated /etc (read-only) and the roots (writable or
+// read-only as granted, parents bound before children, so the narrower
+// grant wins); /tmp, /var/tmp and /run are private tmpfs (charged to the
+// memory limit); /dev and /proc are minimal and new; PID, IPC and UTS
+// namespaces are private; all capabilities are dropped; and the network
+// is unshared (only a loopback device) unless Options.Network is set, in
 // which case the command has the host's full network: bwrap cannot filter
-// by host. A missing bwrap fails the run with ErrBwrapMissing; there is
-// never a silent fallback.
+// by host. No host socket outside the roots is in the sandbox. A missing
+// bwrap fails the run with ErrBwrapMissing; there is never a silent
+// fallback.
 //
 // Not guaranteed: without Sandbox, a command can read and write anything
-// the agent's user can, anywhere, and use the network; only its starting
-// directory is confined. The cwd check is path based and can race with a
-// concurrent rename of a directory component. No CPU, memory or disk
-// quotas are applied, and no seccomp filter is installed.
+// the agent's user can without capabilities, anywhere, read-only roots
+// included, and use the network; only its starting directory is
+// confined. The cwd check is path based and can race with a concurrent
+// rename of a directory component. No CPU quota and no total disk quota
+// (RLIMIT_FSIZE bounds each file) are applied, and no seccomp filter is
+// installed.
 package execjail
 
 import (
@@ -168,6 +186,10 @@ type Options struct {
 	// MaxFinished bounds finished tasks kept for Poll; the oldest are
 	// forgotten first (DefaultMaxFinished).
 	MaxFinished int
+	// Limits bound the commands' processes, memory and file sizes; zero
+	// fields take the defaults (DefaultMaxProcesses, DefaultMemory,
+	// DefaultFileBytes). Enforced reports how each is enforced.
+	Limits Limits
 }
 
 // Command is one command to run. Exactly one of Script and Argv is set.
@@ -204,10 +226,14 @@ type Result struct {
 	TimedOut bool `json:"timed_out,omitempty"`
 	// Canceled: the command was killed by context cancellation, Kill or
 	// Close.
-	Canceled bool          `json:"canceled,omitempty"`
-	Stdout   Output        `json:"stdout"`
-	Stderr   Output        `json:"stderr"`
-	Duration time.Duration `json:"duration"`
+	Canceled bool `json:"canceled,omitempty"`
+	// OutOfMemory: while the command ran, the kernel's OOM killer killed a
+	// process of this Manager's commands because they reached
+	// Limits.Memory.
+	OutOfMemory bool          `json:"out_of_memory,omitempty"`
+	Stdout      Output        `json:"stdout"`
+	Stderr      Output        `json:"stderr"`
+	Duration    time.Duration `json:"duration"`
 }
 
 // Status is a background task's state; Result is partial while Running.
@@ -229,7 +255,8 @@ type Manager struct {
 	seq      int
 	procs    map[*process]struct{} // everything running, Run and Start alike
 	tasks    map[string]*process
-	finished []string // finished task ids, oldest first
+	finished []string    // finished task ids, oldest first
+	limits   *limitGroup // created with the first command
 }
 
 // NewManager validates opts, resolves the roots and picks the isolation
@@ -252,6 +279,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if err := checkEnv(opts.Env); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if err := opts.Limits.applyDefaults(); err != nil {
+		return nil, err
 	}
 	m := &Manager{opts: opts, procs: map[*process]struct{}{}, tasks: map[string]*process{}}
 	for _, r := range opts.Roots {
@@ -285,6 +315,9 @@ func NewManager(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("%w: bash not found: %w", ErrInvalidOptions, err)
 	}
 	m.bash = bash
+	if err := hardenAgent(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIsolationUnavailable, err)
+	}
 	return m, nil
 }
 
@@ -392,7 +425,31 @@ func (m *Manager) Close() error {
 	for _, p := range procs {
 		<-p.done
 	}
+	m.mu.Lock()
+	limits := m.limits
+	m.limits = nil
+	m.mu.Unlock()
+	// Anything still in the limit groups (a daemon that escaped a
+	// process-group kill) is killed with them.
+	limits.remove()
 	return nil
+}
+
+// limitGroup returns the Manager's cgroups, creating them once.
+func (m *Manager) limitGroup() (*limitGroup, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if m.limits == nil {
+		g, err := newLimitGroup(m.opts.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource limits: %w", ErrStart, err)
+		}
+		m.limits = g
+	}
+	return m.limits, nil
 }
 
 func (m *Manager) task(id string) (*process, error) {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 )
 
 var allModes = []Mode{ModePIDNamespace, ModeCgroup, ModeProcessGroup}
@@ -27,7 +29,7 @@ const testPath = "PATH=/usr/local/bin:/usr/bin:/bin"
 func newManager(t *testing.T, mode Mode, opts Options) (*Manager, string) {
 	t.Helper()
 	if err := probe(mode); err != nil {
-		t.Skipf("isolation mode %s unavailable here: %v", mode, err)
+		prereq.Missing(t, "isolation mode %s unavailable here: %v", mode, err)
 	}
 	root := t.TempDir()
 	if opts.Roots == nil {
@@ -576,9 +578,6 @@ func TestInvalidCommands(t *testing.T) {
 
 func TestPIDNamespaceHasOwnProc(t *testing.T) {
 	m, _ := newManager(t, ModePIDNamespace, Options{})
-	if procMounter() == "" {
-		t.Skip("unshare --mount-proc unavailable; /proc shows the host")
-	}
 	res := run(t, m, Command{Script: "echo $$; ls /proc | grep -c '^[0-9]'"})
 	fields := strings.Fields(string(res.Stdout.Data))
 	if len(fields) != 2 || fields[0] != "1" {
@@ -593,7 +592,7 @@ func TestPIDNamespaceHasOwnProc(t *testing.T) {
 
 func TestCgroupKillWithoutKillFile(t *testing.T) {
 	if err := probe(ModeCgroup); err != nil {
-		t.Skipf("cgroup v2 unavailable: %v", err)
+		prereq.Missing(t, "cgroup v2 unavailable: %v", err)
 	}
 	tok := token()
 	sh, _ := exec.LookPath("sh")

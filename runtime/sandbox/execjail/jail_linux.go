@@ -22,7 +22,6 @@ import (
 // probes holds what this system supports, determined once.
 type probes struct {
 	pidns        error
-	procMount    string // unshare binary able to give the namespace its own /proc
 	cgroup       error
 	cgroupParent string // cgroup v2 directory we may create children in
 }
@@ -35,9 +34,6 @@ var (
 func systemProbes() *probes {
 	probeOnce.Do(func() {
 		probed.pidns = probePIDNamespace()
-		if probed.pidns == nil {
-			probed.procMount = probeProcMount()
-		}
 		probed.cgroupParent, probed.cgroup = probeCgroup()
 	})
 	return &probed
@@ -67,7 +63,9 @@ func bestMode() Mode {
 	return ModeProcessGroup
 }
 
-func procMounter() string { return systemProbes().procMount }
+// helperPath is the launch helper: the agent's own binary (see
+// helper_linux.go), valid in the child even if the file was replaced.
+const helperPath = "/proc/self/exe"
 
 func shell() (string, error) { return exec.LookPath("sh") }
 
@@ -86,31 +84,15 @@ func runProbe(attr *syscall.SysProcAttr, argv ...string) error {
 	return nil
 }
 
+// probePIDNamespace checks that a child can get its own PID and mount
+// namespaces (the launch helper mounts the namespace's /proc).
 func probePIDNamespace() error {
 	sh, err := shell()
 	if err != nil {
 		return err
 	}
-	return runProbe(&syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL},
+	return runProbe(&syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL},
 		sh, "-c", `test "$$" = 1`)
-}
-
-func probeProcMount() string {
-	sh, err := shell()
-	if err != nil {
-		return ""
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		return ""
-	}
-	// In the namespace's own /proc, PID 1 is the shell itself.
-	err = runProbe(&syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL},
-		unshare, "--mount-proc", "--", sh, "-c", `test "$(readlink /proc/1/exe)" = "$(readlink /proc/self/exe)" && test "$(readlink /proc/self)" -lt 10`)
-	if err != nil {
-		return ""
-	}
-	return unshare
 }
 
 // cgroupV2Dir returns this process's own cgroup v2 directory.
@@ -202,18 +184,25 @@ func probeCgroup() (string, error) {
 	return parent, nil
 }
 
-func newTree(mode Mode) (tree, error) {
+// newTree makes the kill handle of one command. When the limits live in
+// a cgroup v2 group, the command starts in it (or, in the cgroup mode, in
+// a kill group below it).
+func newTree(mode Mode, limits *limitGroup) (tree, error) {
 	switch mode {
 	case ModePIDNamespace:
-		return &pidnsTree{}, nil
+		return &pidnsTree{joinV2: limits.v2}, nil
 	case ModeCgroup:
 		p := systemProbes()
 		if p.cgroup != nil {
 			return nil, p.cgroup
 		}
-		return &cgroupTree{parent: p.cgroupParent}, nil
+		parent := p.cgroupParent
+		if limits.v2 != "" {
+			parent = limits.v2
+		}
+		return &cgroupTree{parent: parent}, nil
 	case ModeProcessGroup:
-		return &pgroupTree{}, nil
+		return &pgroupTree{joinV2: limits.v2}, nil
 	}
 	return nil, fmt.Errorf("unknown isolation mode %q", mode)
 }
@@ -268,34 +257,72 @@ func waitExited(pid int) error {
 	}
 }
 
-// pidnsTree: the command is PID 1 of a new PID namespace; when it dies
-// the kernel kills every other process in the namespace and only then
-// lets it be reaped.
-type pidnsTree struct{ pid int }
-
-func (t *pidnsTree) prepare(cmd *exec.Cmd) error {
-	attr := baseAttr()
-	attr.Cloneflags = syscall.CLONE_NEWPID
-	cmd.SysProcAttr = attr
-	return nil
+// joinCgroup makes cmd start in the cgroup v2 directory dir (when set),
+// returning the descriptor to close once it started.
+func joinCgroup(cmd *exec.Cmd, dir string) (*os.File, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	fd, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open cgroup: %w", err)
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = int(fd.Fd())
+	return fd, nil
 }
-func (t *pidnsTree) started(pid int)          { t.pid = pid }
+
+// pidnsTree: the command is PID 1 of a new PID namespace (with a mount
+// namespace of its own for its /proc); when it dies the kernel kills
+// every other process in the namespace and only then lets it be reaped.
+type pidnsTree struct {
+	pid    int
+	joinV2 string
+	fd     *os.File
+}
+
+func (t *pidnsTree) prepare(cmd *exec.Cmd) (err error) {
+	attr := baseAttr()
+	attr.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
+	cmd.SysProcAttr = attr
+	t.fd, err = joinCgroup(cmd, t.joinV2)
+	return err
+}
+func (t *pidnsTree) started(pid int) {
+	t.pid = pid
+	closeFile(&t.fd)
+}
 func (t *pidnsTree) waitLeader(pid int) error { return waitExited(pid) }
 func (t *pidnsTree) kill() {
 	if t.pid > 0 {
 		_ = syscall.Kill(t.pid, syscall.SIGKILL)
 	}
 }
-func (t *pidnsTree) cleanup() {}
+func (t *pidnsTree) cleanup() { closeFile(&t.fd) }
+
+func closeFile(f **os.File) {
+	if *f != nil {
+		(*f).Close()
+		*f = nil
+	}
+}
 
 // pgroupTree: the command leads a new session and process group.
-type pgroupTree struct{ pid int }
-
-func (t *pgroupTree) prepare(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = baseAttr()
-	return nil
+type pgroupTree struct {
+	pid    int
+	joinV2 string
+	fd     *os.File
 }
-func (t *pgroupTree) started(pid int)          { t.pid = pid }
+
+func (t *pgroupTree) prepare(cmd *exec.Cmd) (err error) {
+	cmd.SysProcAttr = baseAttr()
+	t.fd, err = joinCgroup(cmd, t.joinV2)
+	return err
+}
+func (t *pgroupTree) started(pid int) {
+	t.pid = pid
+	closeFile(&t.fd)
+}
 func (t *pgroupTree) waitLeader(pid int) error { return waitExited(pid) }
 func (t *pgroupTree) kill() {
 	if t.pid > 0 {
@@ -304,7 +331,7 @@ func (t *pgroupTree) kill() {
 		_ = syscall.Kill(-t.pid, syscall.SIGKILL)
 	}
 }
-func (t *pgroupTree) cleanup() {}
+func (t *pgroupTree) cleanup() { closeFile(&t.fd) }
 
 var cgroupSeq atomic.Uint64
 

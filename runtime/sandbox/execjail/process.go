@@ -3,6 +3,7 @@ package execjail
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,9 @@ type process struct {
 	stdout    *capBuffer
 	stderr    *capBuffer
 	bwrapStat *bwrapStatus // nil unless sandboxed
+	helperErr *os.File     // read end of the launch helper's error pipe
+	limits    *limitGroup
+	oomBefore uint64
 	started   time.Time
 
 	done chan struct{}
@@ -116,14 +120,18 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 			return nil, err
 		}
 	}
+	limits, err := m.limitGroup()
+	if err != nil {
+		return nil, err
+	}
 	p := &process{
 		stdout: newCapBuffer(m.opts.OutputBytes),
 		stderr: newCapBuffer(m.opts.OutputBytes),
 		done:   make(chan struct{}),
+		limits: limits,
 	}
 	var statusW *os.File
-	switch {
-	case m.opts.Sandbox:
+	if m.opts.Sandbox {
 		bwrap, err := m.findBwrap()
 		if err != nil {
 			return nil, err
@@ -134,12 +142,36 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		}
 		p.bwrapStat, statusW = &bwrapStatus{r: r}, w
 		argv = m.bwrapArgs(bwrap, dir, argv)
-	case m.mode == ModePIDNamespace && procMounter() != "":
-		argv = append([]string{procMounter(), "--mount-proc", "--"}, argv...)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeStatus(p, statusW)
+		return nil, fmt.Errorf("%w: helper pipe: %w", ErrStart, err)
+	}
+	p.helperErr = errR
+	extra := []*os.File{}
+	if statusW != nil {
+		extra = append(extra, statusW)
+	}
+	extra = append(extra, errW)
+	hc := helperConfig{
+		ErrFD:       2 + len(extra),
+		CgroupProcs: limits.procsFiles(),
+		MountProc:   m.mode == ModePIDNamespace && !m.opts.Sandbox,
+		FileBytes:   uint64(m.opts.Limits.FileBytes),
+		KeepCaps:    m.opts.Sandbox,
+		Scope:       commandScope(),
+	}
+	hcJSON, err := json.Marshal(hc)
+	if err != nil {
+		errR.Close()
+		errW.Close()
+		closeStatus(p, statusW)
+		return nil, fmt.Errorf("%w: helper config: %w", ErrStart, err)
 	}
 	cmd := &exec.Cmd{
-		Path:      argv[0],
-		Args:      argv,
+		Path:      helperPath,
+		Args:      append([]string{helperArg0, string(hcJSON)}, argv...),
 		Dir:       dir,
 		Env:       env,
 		Stdout:    tee(p.stdout, c.StdoutTee),
@@ -152,33 +184,39 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 	if c.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}
-	if statusW != nil {
-		cmd.ExtraFiles = []*os.File{statusW}
-	}
+	cmd.ExtraFiles = extra
 	p.cmd = cmd
-	if p.tree, err = newTree(m.mode); err != nil {
+	abort := func() {
+		errR.Close()
+		errW.Close()
 		closeStatus(p, statusW)
+	}
+	if p.tree, err = newTree(m.mode, limits); err != nil {
+		abort()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	if err := p.tree.prepare(cmd); err != nil {
 		p.tree.cleanup()
-		closeStatus(p, statusW)
+		abort()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 
 	p.started = time.Now() // before register makes p visible to Poll
 	if err := m.register(p, task); err != nil {
 		p.tree.cleanup()
-		closeStatus(p, statusW)
+		abort()
 		return nil, err
 	}
 
+	p.oomBefore = limits.oomKills()
 	err = onSpawnerThread(cmd.Start)
 	if statusW != nil {
 		statusW.Close()
 	}
+	errW.Close()
 	if err != nil {
 		p.tree.cleanup()
+		errR.Close()
 		if p.bwrapStat != nil {
 			p.bwrapStat.r.Close()
 		}
@@ -286,6 +324,10 @@ func (p *process) wait() {
 		res.ExitCode = state.ExitCode()
 		res.Signal = signalName(state)
 	}
+	if msg := readHelperError(p.helperErr); msg != "" && err == nil {
+		err = fmt.Errorf("%w: %s", ErrStart, msg)
+	}
+	res.OutOfMemory = p.limits.oomKills() > p.oomBefore
 	p.mu.Lock()
 	killedByUs := p.why != reasonNone && res.Signal == "SIGKILL"
 	res.TimedOut = killedByUs && p.why == reasonTimeout
@@ -304,6 +346,16 @@ func (p *process) wait() {
 	}
 	p.res, p.err = res, err
 	p.mu.Unlock()
+}
+
+// readHelperError reads what the launch helper reported (empty when it
+// exec'd the command: the pipe is close-on-exec) and closes r.
+func readHelperError(r *os.File) string {
+	defer r.Close()
+	_ = r.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	var buf bytes.Buffer
+	_, _ = io.Copy(&buf, io.LimitReader(r, 4096))
+	return strings.TrimSpace(buf.String())
 }
 
 // tree is the platform's handle on "the command and everything it started".

@@ -18,8 +18,11 @@
 // Path resolution is never done with strings. Every path a guest passes is
 // resolved component by component by os.Root (openat with O_NOFOLLOW, with
 // symbolic links read and evaluated by os.Root itself), which follows
-// symlinks only while they stay beneath the root and refuses "..", absolute
-// paths and absolute or escaping link targets. Nothing is checked first and
+// symlinks only while they stay beneath the root and refuses ".." out of
+// it and absolute or escaping link targets. As in wazero's sys.FS
+// contract, names are relative to the mount: a leading "/" is the mount's
+// root (wazero passes "/name" for a name relative to a directory the guest
+// opened as "."), never the host's. Nothing is checked first and
 // used later, so a symlink swapped in during an operation cannot redirect it.
 // Symlinks inside a root that point inside it keep working.
 //
@@ -41,7 +44,7 @@
 //
 // Guests see honest POSIX errno values (ENOENT, ENOTDIR, EISDIR, EEXIST,
 // ENOTEMPTY, ELOOP, EBADF, EINVAL, EACCES, EROFS...). A path that would leave
-// its root, through "..", an absolute path or a symlink, fails with EPERM:
+// its root, through ".." or a symlink, fails with EPERM:
 // the operation is not permitted, whether or not the target exists. This is
 // the errno wazero itself uses for invalid guest paths and the one the WASI
 // filesystem rules prescribe for absolute symlink targets. A chain of more
@@ -58,10 +61,20 @@
 // never reaches this package: wazero refuses it with ENOSYS. (wazero's Errno
 // set has no EXDEV, so no implementation could return it to the guest.)
 //
-// The jail confines names, not what the host put in a root: a device node,
-// FIFO, mount point or hard link the host placed inside a granted directory
-// is reachable like any other entry. Grant only directories whose content
-// the guest may see.
+// The jail confines names, not what the host put in a root: a mount point
+// or hard link the host placed inside a granted directory is reachable
+// like any other entry. Grant only directories whose content the guest may
+// see. FIFOs, sockets and device nodes are never opened: every open is
+// non-blocking and anything but a regular file, directory or symlink fails
+// with ENOTSUP (a FIFO's open would otherwise block the host's thread
+// until its other end opened).
+//
+// # Nested mounts and the disk quota
+//
+// A mount with another mount's root below it lets the innermost one decide
+// every mutation; see nested_unix.go. WithQuota charges growth in file size
+// (sparse holes included) and created entries to a Quota shared by a
+// plugin's jails; see Quota.
 //
 // # Read-only mounts
 //

@@ -55,6 +55,7 @@ func TestEscapes(t *testing.T) {
 	}
 	ok := experimentalsys.Errno(0)
 	eperm := experimentalsys.EPERM
+	enoent := experimentalsys.ENOENT
 
 	tests := []struct {
 		name  string
@@ -70,24 +71,41 @@ func TestEscapes(t *testing.T) {
 			{"lstat ../outside/outlink", func(fx *fixture) experimentalsys.Errno { _, e := fx.work.Lstat("../outside/outlink"); return e }, eperm},
 			{"readlink ../outside/outlink", func(fx *fixture) experimentalsys.Errno { _, e := fx.work.Readlink("../outside/outlink"); return e }, eperm},
 		}},
-		{"absolute host paths", []step{
-			{"open /etc/passwd", open("/etc/passwd", oRDONLY), eperm},
-			{"open canary by host path", func(fx *fixture) experimentalsys.Errno { return openErrno(fx.work, fx.canaryPath, oRDONLY) }, eperm},
+		// wazero's sys.FS names are relative to the mount: a leading "/"
+		// is the mount's root (wazero passes "/name" for names relative
+		// to a directory the guest opened as "."). So host paths resolve
+		// inside the root, where none of them exist; the fixture's cleanup
+		// checks that nothing outside changed.
+		{"absolute paths stay in the root", []step{
+			{"open /etc/passwd", open("/etc/passwd", oRDONLY), enoent},
+			{"open canary by host path", func(fx *fixture) experimentalsys.Errno { return openErrno(fx.work, fx.canaryPath, oRDONLY) }, enoent},
 			{"open root by host path", func(fx *fixture) experimentalsys.Errno {
 				return openErrno(fx.work, filepath.Join(fx.rootDir, "hello.txt"), oRDONLY)
-			}, eperm},
-			{"stat /proc/self", stat("/proc/self"), eperm},
-			{"open /proc/self/status", open("/proc/self/status", oRDONLY), eperm},
-			{"stat proc/self (relative)", stat("proc/self"), experimentalsys.ENOENT},
-			{"list /", open("/", oRDONLY|oDIRECTORY), eperm},
-			{"unlink canary by host path", func(fx *fixture) experimentalsys.Errno { return fx.work.Unlink(fx.canaryPath) }, eperm},
+			}, enoent},
+			{"stat /proc/self", stat("/proc/self"), enoent},
+			{"open /proc/self/status", open("/proc/self/status", oRDONLY), enoent},
+			{"stat proc/self (relative)", stat("proc/self"), enoent},
+			{"/hello.txt is the root's hello.txt", func(fx *fixture) experimentalsys.Errno {
+				return readIs(fx.work, "/hello.txt", helloContent)
+			}, ok},
+			{"/sub/../hello.txt too", func(fx *fixture) experimentalsys.Errno {
+				return readIs(fx.work, "/sub/../hello.txt", helloContent)
+			}, ok},
+			{"/.. still escapes", open("/..", oRDONLY|oDIRECTORY), eperm},
+			{"//../outside/canary.txt still escapes", open("//../outside/canary.txt", oRDONLY), eperm},
+			{"/rel-out still refused", open("/rel-out", oRDONLY), eperm},
+			{"unlink /../outside/victim.txt", func(fx *fixture) experimentalsys.Errno { return fx.work.Unlink("/../outside/victim.txt") }, eperm},
+			{"rename /../outside/canary.txt in", func(fx *fixture) experimentalsys.Errno { return fx.work.Rename("/../outside/canary.txt", "/stolen") }, eperm},
+			{"link /../outside/canary.txt in", func(fx *fixture) experimentalsys.Errno { return fx.work.Link("/../outside/canary.txt", "/hard") }, eperm},
+			{"list /", open("/", oRDONLY|oDIRECTORY), ok},
+			{"unlink canary by host path", func(fx *fixture) experimentalsys.Errno { return fx.work.Unlink(fx.canaryPath) }, enoent},
 			{"rmdir by host path", func(fx *fixture) experimentalsys.Errno {
 				return fx.work.Rmdir(filepath.Join(fx.outsideDir, "emptydir"))
-			}, eperm},
-			{"rename canary by host path", func(fx *fixture) experimentalsys.Errno { return fx.work.Rename(fx.canaryPath, "stolen") }, eperm},
+			}, enoent},
+			{"rename canary by host path", func(fx *fixture) experimentalsys.Errno { return fx.work.Rename(fx.canaryPath, "stolen") }, enoent},
 			{"rename to host path", func(fx *fixture) experimentalsys.Errno {
 				return fx.work.Rename("hello.txt", filepath.Join(fx.outsideDir, "moved"))
-			}, eperm},
+			}, enoent},
 		}},
 		{"host-made symlinks out", []step{
 			{"open relative link out", open("rel-out", oRDONLY), eperm},
@@ -162,7 +180,7 @@ func TestEscapes(t *testing.T) {
 		}},
 		{"hard links", []step{
 			{"link to outside file", func(fx *fixture) experimentalsys.Errno { return fx.work.Link("../outside/canary.txt", "hard") }, eperm},
-			{"link to outside by host path", func(fx *fixture) experimentalsys.Errno { return fx.work.Link(fx.canaryPath, "hard") }, eperm},
+			{"link to outside by host path", func(fx *fixture) experimentalsys.Errno { return fx.work.Link(fx.canaryPath, "hard") }, enoent},
 			{"link to link out links the symlink", func(fx *fixture) experimentalsys.Errno { return fx.work.Link("rel-out", "hard") }, ok},
 			{"which is still refused", open("hard", oRDONLY), eperm},
 			{"and is a symlink", func(fx *fixture) experimentalsys.Errno {
@@ -220,6 +238,24 @@ func TestEscapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readIs reads name whole and reports EIO unless it holds want.
+func readIs(fsys experimentalsys.FS, name, want string) experimentalsys.Errno {
+	f, errno := fsys.OpenFile(name, oRDONLY, 0)
+	if errno != 0 {
+		return errno
+	}
+	defer f.Close()
+	buf := make([]byte, len(want)+16)
+	n, errno := f.Read(buf)
+	if errno != 0 {
+		return errno
+	}
+	if string(buf[:n]) != want {
+		return experimentalsys.EIO
+	}
+	return 0
 }
 
 // TestEscapeReadsNeverSeeCanary reads every readable name in the root,

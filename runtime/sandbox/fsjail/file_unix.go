@@ -27,6 +27,7 @@ type file struct {
 	readOnly bool
 	closed   bool
 	open     *openCounter // released on Close
+	quota    *Quota       // nil: no quota; else this file is in quota.open
 
 	// Fields that do not change while the file is open, filled by the
 	// first successful Stat.
@@ -44,6 +45,116 @@ func newFile(f *os.File, flag experimentalsys.Oflag, readOnly bool, open *openCo
 		return nil, toErrno(err)
 	}
 	return &file{f: f, rc: rc, flag: flag, readOnly: readOnly, open: open}, 0
+}
+
+// checkFileType refuses what the jail does not serve: FIFOs, sockets and
+// devices, which a granted directory may hold (the host's, or made by a
+// command the plugin ran). Reading or writing one can block the host's
+// thread for as long as the other end likes, or reach a device. They fail
+// with ENOTSUP, without blocking: the file was opened O_NONBLOCK, which
+// this then clears on what it keeps, so reads and writes behave as the
+// guest asked.
+func (f *file) checkFileType(flag experimentalsys.Oflag) experimentalsys.Errno {
+	var st unix.Stat_t
+	if err := f.control(func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
+		return toErrno(err)
+	}
+	switch uint32(st.Mode) & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
+	default:
+		return experimentalsys.ENOTSUP
+	}
+	f.dev, f.ino, f.isDir, f.statted = uint64(st.Dev), st.Ino, isDirMode(uint32(st.Mode)), true
+	if flag&experimentalsys.O_NONBLOCK != 0 {
+		return 0
+	}
+	return toErrno(f.control(func(fd int) error {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil || fl&unix.O_NONBLOCK == 0 {
+			return err
+		}
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+		return err
+	}))
+}
+
+// track registers the open file with its quota, so that removing its last
+// link while it is open gives nothing back.
+func (f *file) track(q *Quota) {
+	q.mu.Lock()
+	q.open[devIno{f.dev, f.ino}]++
+	q.mu.Unlock()
+	f.quota = q
+}
+
+// untrack is called as the file closes. The last close of a regular file
+// whose links are all gone frees its blocks, and gives them back.
+func (f *file) untrack() {
+	q := f.quota
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	id := devIno{f.dev, f.ino}
+	if q.open[id]--; q.open[id] > 0 {
+		return
+	}
+	delete(q.open, id)
+	var st unix.Stat_t
+	if err := f.control(func(fd int) error { return unix.Fstat(fd, &st) }); err == nil &&
+		st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 0 {
+		q.releaseLocked(min(st.Size, int64(st.Blocks)*512), 0)
+	}
+}
+
+// sizeBlocks returns the file's size and the bytes allocated to it.
+func (f *file) sizeBlocks() (size, alloc int64, err error) {
+	var st unix.Stat_t
+	err = f.control(func(fd int) error { return unix.Fstat(fd, &st) })
+	return st.Size, int64(st.Blocks) * 512, err
+}
+
+// chargedWrite runs write on buf at off (off < 0: at the file's offset, or
+// its end in append mode) under the quota: the growth of the file's size
+// is charged, and a write the quota cannot hold is cut short, or refused
+// with EIO when nothing of it fits. The quota's lock is held throughout,
+// so no other write of the plugin can slip between measure and charge.
+func (f *file) chargedWrite(buf []byte, off int64, write func([]byte) (int, error)) (int, experimentalsys.Errno) {
+	q := f.quota
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	size, _, err := f.sizeBlocks()
+	if err != nil {
+		return 0, toErrno(err)
+	}
+	pos := off
+	switch {
+	case f.flag&experimentalsys.O_APPEND != 0:
+		// The kernel writes at the end, pwrite included (Linux).
+		pos = size
+	case pos < 0:
+		if pos, err = f.f.Seek(0, io.SeekCurrent); err != nil {
+			return 0, toErrno(err)
+		}
+	}
+	end := pos + int64(len(buf))
+	if end < pos {
+		return 0, experimentalsys.EINVAL
+	}
+	if end > size {
+		limit := size + q.roomLocked()
+		if pos >= limit {
+			return 0, experimentalsys.EIO // ErrQuotaExceeded
+		}
+		if end > limit {
+			buf = buf[:limit-pos]
+		}
+	}
+	n, err := write(buf)
+	if newSize, _, serr := f.sizeBlocks(); serr == nil {
+		q.bytes += max(newSize-size, 0)
+	} else if n > 0 {
+		q.bytes += max(pos+int64(n)-size, 0)
+	}
+	return n, f.fileErrno(err)
 }
 
 // control runs fn with the file's descriptor, which stays valid meanwhile.
@@ -277,6 +388,9 @@ func (f *file) Write(buf []byte) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
+	if f.quota != nil {
+		return f.chargedWrite(buf, -1, f.f.Write)
+	}
 	n, err := f.f.Write(buf)
 	return n, toErrno(err)
 }
@@ -294,6 +408,15 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
+	if f.quota != nil {
+		return f.chargedWrite(buf, off, func(buf []byte) (int, error) { return f.pwrite(buf, off) })
+	}
+	n, err := f.pwrite(buf, off)
+	return n, f.fileErrno(err)
+}
+
+// pwrite writes all of buf at off with pwrite(2).
+func (f *file) pwrite(buf []byte, off int64) (int, error) {
 	var written int
 	err := f.control(func(fd int) error {
 		for written < len(buf) {
@@ -310,7 +433,7 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 		}
 		return nil
 	})
-	return written, f.fileErrno(err)
+	return written, err
 }
 
 // Truncate implements sys.File.
@@ -324,7 +447,39 @@ func (f *file) Truncate(size int64) experimentalsys.Errno {
 	if size < 0 {
 		return experimentalsys.EINVAL
 	}
+	if f.quota != nil {
+		return f.chargedTruncate(size)
+	}
 	return f.fileErrno(f.f.Truncate(size))
+}
+
+// chargedTruncate truncates under the quota: growth is charged (holes
+// included), and shrinking gives back the smaller of the bytes cut and the
+// blocks freed.
+func (f *file) chargedTruncate(size int64) experimentalsys.Errno {
+	q := f.quota
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	old, oldAlloc, err := f.sizeBlocks()
+	if err != nil {
+		return f.fileErrno(err)
+	}
+	if size > old && size-old > q.roomLocked() {
+		return experimentalsys.EIO // ErrQuotaExceeded
+	}
+	err = f.f.Truncate(size)
+	newSize, newAlloc, serr := f.sizeBlocks()
+	switch {
+	case serr != nil:
+		if err == nil && size > old {
+			q.bytes += size - old
+		}
+	case newSize > old:
+		q.bytes += newSize - old
+	case newSize < old:
+		q.bytes -= min(old-newSize, max(oldAlloc-newAlloc, 0))
+	}
+	return f.fileErrno(err)
 }
 
 // Sync implements sys.File.
@@ -360,6 +515,9 @@ func (f *file) Close() experimentalsys.Errno {
 		return 0
 	}
 	f.closed = true
+	if f.quota != nil {
+		f.untrack()
+	}
 	f.open.release()
 	return toErrno(f.f.Close())
 }

@@ -2,6 +2,8 @@
 
 package fsjail
 
-func openMount(Mount, *openCounter) (mountFS, error) {
+func openMount(Mount, *openCounter, *Quota) (mountFS, error) {
 	return nil, ErrUnsupportedPlatform
 }
+
+func linkNested([]mountFS) error { return nil }

@@ -29,11 +29,18 @@ type rootFS struct {
 	root     *os.Root
 	readOnly bool
 	open     *openCounter
+	quota    *Quota // nil: no quota
+
+	// id is the root directory's identity; nested maps the identity of
+	// every other mount's root to its read-only flag (see nested_unix.go).
+	// Both are set once by New, before the mount is used.
+	id     devIno
+	nested map[devIno]bool
 }
 
 var _ experimentalsys.FS = (*rootFS)(nil)
 
-func openMount(m Mount, open *openCounter) (mountFS, error) {
+func openMount(m Mount, open *openCounter, quota *Quota) (mountFS, error) {
 	root, err := os.OpenRoot(m.HostPath)
 	if err != nil {
 		// os.OpenRoot reports a non-directory with an untyped error.
@@ -51,7 +58,7 @@ func openMount(m Mount, open *openCounter) (mountFS, error) {
 	}
 	_ = dir.Close()
 	learnEscapeError(root)
-	return &rootFS{root: root, readOnly: m.ReadOnly, open: open}, nil
+	return &rootFS{root: root, readOnly: m.ReadOnly, open: open, quota: quota}, nil
 }
 
 // String implements fmt.Stringer for wazero's logging.
@@ -69,6 +76,7 @@ func (r *rootFS) Close() error {
 
 // OpenFile implements sys.FS.
 func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return nil, experimentalsys.ENOENT
 	}
@@ -78,7 +86,77 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	if r.readOnly && flag&writeFlags != 0 {
 		return nil, experimentalsys.EROFS
 	}
-	osFlag := toOSFlag(flag)
+	var (
+		f     *file
+		errno experimentalsys.Errno
+	)
+	if r.quota == nil || r.readOnly {
+		f, errno = r.openFile(name, flag, perm)
+	} else {
+		f, errno = r.openCharged(name, flag, perm)
+	}
+	if errno != 0 {
+		return nil, errno
+	}
+	return f, 0
+}
+
+// openCharged opens name under the mount's quota: a file it creates costs
+// one, and O_TRUNC truncates through the file so that the bytes it frees
+// are given back.
+func (r *rootFS) openCharged(name string, flag experimentalsys.Oflag, perm fs.FileMode) (*file, experimentalsys.Errno) {
+	trunc := flag&experimentalsys.O_TRUNC != 0 && flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0
+	if trunc {
+		flag &^= experimentalsys.O_TRUNC
+	}
+	create := func(flag experimentalsys.Oflag) (*file, experimentalsys.Errno) {
+		if err := r.quota.Charge(0, 1); err != nil {
+			return nil, experimentalsys.EIO
+		}
+		f, errno := r.openFile(name, flag, perm)
+		if errno != 0 {
+			r.quota.Release(0, 1)
+		}
+		return f, errno
+	}
+	var (
+		f     *file
+		errno experimentalsys.Errno
+	)
+	switch {
+	case flag&experimentalsys.O_CREAT == 0:
+		f, errno = r.openFile(name, flag, perm)
+	case flag&experimentalsys.O_EXCL != 0:
+		f, errno = create(flag)
+	default:
+		// Only a file that did not exist costs one: open it plainly
+		// first, and create it exclusively if it is missing.
+		f, errno = r.openFile(name, flag&^experimentalsys.O_CREAT, perm)
+		if errno == experimentalsys.ENOENT {
+			f, errno = create(flag | experimentalsys.O_EXCL)
+			if errno == experimentalsys.EEXIST {
+				// Made meanwhile, or a dangling symlink (which
+				// O_EXCL refuses): create through it, paid for.
+				f, errno = create(flag)
+			}
+		}
+	}
+	if errno == 0 && trunc {
+		if errno = f.Truncate(0); errno != 0 {
+			f.Close()
+			return nil, errno
+		}
+	}
+	return f, errno
+}
+
+// openFile opens name, counting it against the jail's open files.
+func (r *rootFS) openFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (*file, experimentalsys.Errno) {
+	// Always open non-blocking: opening a FIFO blocks until its other end
+	// opens, and a device's open may block too. Only regular files,
+	// directories and symlinks (with O_NOFOLLOW) are served; see
+	// checkFileType.
+	osFlag := toOSFlag(flag) | unix.O_NONBLOCK
 	perm &= fs.ModePerm
 
 	if !r.open.acquire() {
@@ -86,9 +164,12 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	}
 	var (
 		f   *os.File
+		ro  = r.readOnly
 		err error
 	)
-	if flag&experimentalsys.O_NOFOLLOW != 0 {
+	if r.hasNested() {
+		f, ro, err = r.openNested(name, flag, osFlag, perm)
+	} else if flag&experimentalsys.O_NOFOLLOW != 0 {
 		f, err = r.openNoFollow(name, osFlag, perm)
 	} else {
 		f, err = r.root.OpenFile(name, osFlag, perm)
@@ -103,13 +184,25 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 		}
 		return nil, errno
 	}
-	file, errno := newFile(f, flag, r.readOnly, r.open)
+	file, errno := newFile(f, flag, ro, r.open)
+	if errno == 0 {
+		errno = file.checkFileType(flag)
+	}
+	if errno == 0 && r.quota != nil {
+		file.track(r.quota)
+	}
 	if errno != 0 {
 		_ = f.Close()
 		r.open.release()
 		return nil, errno
 	}
 	return file, 0
+}
+
+// hasNested reports whether other mounts' roots may lie below this
+// read-write mount, so that mutations must find the innermost one.
+func (r *rootFS) hasNested() bool {
+	return !r.readOnly && len(r.nested) > 0
 }
 
 // openNoFollow opens name without following a symlink in its final
@@ -174,14 +267,32 @@ func splitParent(name string) (dir, base string, trailingSlash bool) {
 	return trimmed[:i], trimmed[i+1:], trailingSlash
 }
 
+// rel turns a name wazero passes into one relative to the root. wazero's
+// sys.FS contract makes every name relative to the mount, and it names a
+// directory the guest opened as "." (or "/") by "", so a guest working
+// relative to such a descriptor (Rust std, C openat on a pre-open) reaches
+// the jail as "/name": the mount's root, never the host's. wazero has
+// already refused guest paths that are absolute or climb out with "..";
+// whatever remains is resolved by os.Root, which refuses every escape.
+// Only the empty name stays empty (ENOENT); "/" alone is the root.
+func rel(name string) string {
+	if name == "" || name[0] != '/' {
+		return name
+	}
+	name = strings.TrimLeft(name, "/")
+	if name == "" {
+		return "."
+	}
+	return name
+}
+
 // target splits name for an operation on its final component and rejects
 // names that cannot denote an entry of the root.
 func target(name string) (dir, base string, trailingSlash bool, errno experimentalsys.Errno) {
+	name = rel(name)
 	switch {
 	case name == "":
 		return "", "", false, experimentalsys.ENOENT
-	case strings.HasPrefix(name, "/"):
-		return "", "", false, experimentalsys.EPERM // absolute: outside every root
 	case strings.IndexByte(name, 0) >= 0:
 		return "", "", false, experimentalsys.EINVAL
 	}
@@ -203,6 +314,7 @@ func isDirMode(mode uint32) bool {
 
 // Lstat implements sys.FS.
 func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
 	}
@@ -215,6 +327,7 @@ func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements sys.FS.
 func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
 	}
@@ -227,35 +340,125 @@ func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements sys.FS.
 func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	return r.charged(func() experimentalsys.Errno { return r.mkdir(name, perm) })
+}
+
+// charged runs op, which creates one entry, under the quota: it costs one
+// file, given back if op fails.
+func (r *rootFS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
+	if r.quota == nil || r.readOnly {
+		return op()
+	}
+	if err := r.quota.Charge(0, 1); err != nil {
+		return experimentalsys.EIO // ErrQuotaExceeded
+	}
+	errno := op()
+	if errno != 0 {
+		r.quota.Release(0, 1)
+	}
+	return errno
+}
+
+// removing runs op, which removes or replaces base in dirfd, under the
+// quota's lock, and gives back what the removal frees: one file, and for
+// a regular file's last link that no jail of the quota holds open, the
+// smaller of its size and its allocated blocks.
+func (r *rootFS) removing(dirfd int, base string, op func() error) error {
+	q := r.quota
+	if q == nil {
+		return op()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st, lerr := lstatAt(dirfd, base)
+	if err := op(); err != nil || lerr != nil {
+		return err
+	}
+	var bytes int64
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 && q.open[devIno{uint64(st.Dev), st.Ino}] == 0 {
+		bytes = min(st.Size, int64(st.Blocks)*512)
+	}
+	q.releaseLocked(bytes, 1)
+	return nil
+}
+
+func (r *rootFS) mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
 	if name == "" {
 		return experimentalsys.ENOENT
+	}
+	if r.hasNested() {
+		dir, base, _, errno := target(name)
+		if errno != 0 {
+			return errno
+		}
+		return toErrno(r.inParent(dir, func(dirfd int) error {
+			if err := r.writableAt(dirfd); err != nil {
+				return err
+			}
+			_, err := retryEINTR(func() (int, error) { return 0, unix.Mkdirat(dirfd, base, uint32(perm&fs.ModePerm)) })
+			return err
+		}))
 	}
 	return toErrno(r.root.Mkdir(name, perm&fs.ModePerm))
 }
 
 // Chmod implements sys.FS. Only the permission bits of perm are applied.
 func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
+	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
 	if name == "" {
 		return experimentalsys.ENOENT
+	}
+	if r.hasNested() {
+		return r.onNestedFile(name, func(f *os.File) error { return f.Chmod(perm & fs.ModePerm) })
 	}
 	return toErrno(r.root.Chmod(name, perm&fs.ModePerm))
 }
 
 // Utimens implements sys.FS.
 func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {
+	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
 	if name == "" {
 		return experimentalsys.ENOENT
 	}
+	if r.hasNested() {
+		return r.onNestedFile(name, func(f *os.File) error {
+			rc, err := f.SyscallConn()
+			if err != nil {
+				return err
+			}
+			var opErr error
+			if err := rc.Control(func(fd uintptr) { opErr = futimens(int(fd), atim, mtim) }); err != nil {
+				return err
+			}
+			return opErr
+		})
+	}
 	return toErrno(r.root.Chtimes(name, nanosToTime(atim), nanosToTime(mtim)))
+}
+
+// onNestedFile applies fn to name, following symlinks, in a mount with
+// nested mounts: the file is opened (read-only, without blocking) through
+// openNested, which tells whether it lies in a read-only area.
+func (r *rootFS) onNestedFile(name string, fn func(*os.File) error) experimentalsys.Errno {
+	f, ro, err := r.openNested(name, experimentalsys.O_RDONLY, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return toErrno(err)
+	}
+	defer f.Close()
+	if ro {
+		return experimentalsys.EROFS
+	}
+	return toErrno(fn(f))
 }
 
 // nanosToTime converts a wazero timestamp; the zero time.Time tells os to
@@ -285,6 +488,14 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 	}
 	err := r.inParent(fromDir, func(fromfd int) error {
 		return r.inParent(toDir, func(tofd int) error {
+			if r.hasNested() {
+				for _, err := range []error{r.writableAt(fromfd), r.writableAt(tofd),
+					r.notReadOnlyRoot(fromfd, fromBase), r.notReadOnlyRoot(tofd, toBase)} {
+					if err != nil {
+						return err
+					}
+				}
+			}
 			if fromSlash || toSlash {
 				// A trailing slash only names a directory. The kernel
 				// does not follow a symlink here either.
@@ -296,10 +507,21 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 					return syscall.ENOTDIR
 				}
 			}
-			_, err := retryEINTR(func() (int, error) {
-				return 0, unix.Renameat(fromfd, fromBase, tofd, toBase)
-			})
-			return err
+			rename := func() error {
+				_, err := retryEINTR(func() (int, error) {
+					return 0, unix.Renameat(fromfd, fromBase, tofd, toBase)
+				})
+				return err
+			}
+			if r.quota != nil {
+				from, ferr := lstatAt(fromfd, fromBase)
+				to, terr := lstatAt(tofd, toBase)
+				if ferr == nil && terr == nil && (from.Dev != to.Dev || from.Ino != to.Ino) {
+					// The target is replaced: as if removed.
+					return r.removing(tofd, toBase, rename)
+				}
+			}
+			return rename()
 		})
 	})
 	return toErrno(err)
@@ -321,10 +543,17 @@ func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
 		return experimentalsys.ENOTEMPTY
 	}
 	err := r.inParent(dir, func(dirfd int) error {
-		_, err := retryEINTR(func() (int, error) {
-			return 0, unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+		if r.hasNested() {
+			if err := errors.Join(r.writableAt(dirfd), r.notReadOnlyRoot(dirfd, base)); err != nil {
+				return err
+			}
+		}
+		return r.removing(dirfd, base, func() error {
+			_, err := retryEINTR(func() (int, error) {
+				return 0, unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+			})
+			return err
 		})
-		return err
 	})
 	return toErrno(err)
 }
@@ -342,6 +571,11 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 		return experimentalsys.EISDIR
 	}
 	err := r.inParent(dir, func(dirfd int) error {
+		if r.hasNested() {
+			if err := r.writableAt(dirfd); err != nil {
+				return err
+			}
+		}
 		if trailingSlash {
 			// "name/" names a directory, which unlink never removes.
 			st, err := lstatAt(dirfd, base)
@@ -354,8 +588,11 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 				return syscall.ENOTDIR
 			}
 		}
-		_, err := retryEINTR(func() (int, error) {
-			return 0, unix.Unlinkat(dirfd, base, 0)
+		err := r.removing(dirfd, base, func() error {
+			_, err := retryEINTR(func() (int, error) {
+				return 0, unix.Unlinkat(dirfd, base, 0)
+			})
+			return err
 		})
 		if err == unix.EPERM {
 			// BSDs report EPERM when unlinking a directory.
@@ -371,11 +608,19 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 // Link implements sys.FS. Both names are resolved in this root; a symlink
 // in oldName's final component is linked itself, not its target.
 func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
+	return r.charged(func() experimentalsys.Errno { return r.link(oldName, newName) })
+}
+
+func (r *rootFS) link(oldName, newName string) experimentalsys.Errno {
+	oldName, newName = rel(oldName), rel(newName)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
 	if oldName == "" || newName == "" {
 		return experimentalsys.ENOENT
+	}
+	if r.hasNested() {
+		return r.linkNested(oldName, newName)
 	}
 	return toErrno(r.root.Link(oldName, newName))
 }
@@ -383,6 +628,11 @@ func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
 // Symlink implements sys.FS. Absolute targets are refused with EPERM, as
 // the WASI filesystem rules require; relative targets are stored verbatim.
 func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
+	return r.charged(func() experimentalsys.Errno { return r.symlink(oldName, linkName) })
+}
+
+func (r *rootFS) symlink(oldName, linkName string) experimentalsys.Errno {
+	linkName = rel(linkName)
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -394,11 +644,25 @@ func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
 	case strings.IndexByte(oldName, 0) >= 0:
 		return experimentalsys.EINVAL
 	}
+	if r.hasNested() {
+		dir, base, _, errno := target(linkName)
+		if errno != 0 {
+			return errno
+		}
+		return toErrno(r.inParent(dir, func(dirfd int) error {
+			if err := r.writableAt(dirfd); err != nil {
+				return err
+			}
+			_, err := retryEINTR(func() (int, error) { return 0, unix.Symlinkat(oldName, dirfd, base) })
+			return err
+		}))
+	}
 	return toErrno(r.root.Symlink(oldName, linkName))
 }
 
 // Readlink implements sys.FS.
 func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
+	name = rel(name)
 	if name == "" {
 		return "", experimentalsys.ENOENT
 	}
@@ -407,6 +671,33 @@ func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
 		return "", toErrno(err)
 	}
 	return dst, 0
+}
+
+// linkNested makes a hard link in a mount with nested mounts. Both
+// directories must be writable: a link out of a read-only area would make
+// its file writable through the new name.
+func (r *rootFS) linkNested(oldName, newName string) experimentalsys.Errno {
+	oldDir, oldBase, oldSlash, errno := target(oldName)
+	if errno != 0 {
+		return errno
+	}
+	newDir, newBase, newSlash, errno := target(newName)
+	if errno != 0 {
+		return errno
+	}
+	if isDot(oldBase) || isDot(newBase) || oldSlash || newSlash {
+		// Directories cannot be hard linked; let os.Root say how.
+		return toErrno(r.root.Link(oldName, newName))
+	}
+	return toErrno(r.inParent(oldDir, func(oldfd int) error {
+		return r.inParent(newDir, func(newfd int) error {
+			if err := errors.Join(r.writableAt(oldfd), r.writableAt(newfd)); err != nil {
+				return err
+			}
+			_, err := retryEINTR(func() (int, error) { return 0, unix.Linkat(oldfd, oldBase, newfd, newBase, 0) })
+			return err
+		})
+	}))
 }
 
 func isDot(base string) bool {

@@ -43,6 +43,9 @@ var (
 	ErrUnsupportedPlatform = errors.New("fsjail: unsupported platform")
 )
 
+// devIno identifies a file or directory.
+type devIno struct{ dev, ino uint64 }
+
 // mountFS is a jailed sys.FS for one mount, implemented per platform.
 type mountFS interface {
 	experimentalsys.FS
@@ -65,8 +68,14 @@ type Jail struct {
 // directories. Nested guest paths (such as "/" and "/work") are allowed: the
 // guest's libc resolves a path against the longest matching mount.
 //
+// Options add to that: WithQuota charges the guest's writes to a Quota.
+//
 // The caller must Close the Jail once no module uses it any more.
-func New(mounts []Mount) (*Jail, error) {
+func New(mounts []Mount, opts ...Option) (*Jail, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	seen := make(map[string]int, len(mounts))
 	for i, m := range mounts {
 		if err := validateGuestPath(m.GuestPath); err != nil {
@@ -84,12 +93,18 @@ func New(mounts []Mount) (*Jail, error) {
 		open:   &openCounter{max: MaxOpenFiles},
 	}
 	for i, m := range mounts {
-		fs, err := openMount(m, j.open)
+		fs, err := openMount(m, j.open, o.quota)
 		if err != nil {
 			_ = j.Close()
 			return nil, fmt.Errorf("fsjail: mount %d (host path %q at %q): %w", i, m.HostPath, m.GuestPath, err)
 		}
 		j.fss = append(j.fss, fs)
+	}
+	if len(j.fss) > 1 {
+		if err := linkNested(j.fss); err != nil {
+			_ = j.Close()
+			return nil, fmt.Errorf("fsjail: %w", err)
+		}
 	}
 	return j, nil
 }

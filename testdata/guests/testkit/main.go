@@ -30,17 +30,20 @@ type subscription struct {
 }
 
 type config struct {
-	Sections   []section                  `json:"sections"`
-	Variables  []string                   `json:"variables"`
-	Tools      []string                   `json:"tools"`
-	Subscribe  []subscription             `json:"subscribe"`
-	Needs      *hostfns.Capabilities      `json:"needs"`
-	InitProbes []probe                    `json:"init_probes"`
-	InitFail   string                     `json:"init_fail"`
-	InitTrap   bool                       `json:"init_trap"`
-	InitSpin   bool                       `json:"init_spin"`
-	SetModel   string                     `json:"set_model"`
-	Extra      map[string]json.RawMessage `json:"extra"`
+	Sections   []section             `json:"sections"`
+	Variables  []string              `json:"variables"`
+	Tools      []string              `json:"tools"`
+	Subscribe  []subscription        `json:"subscribe"`
+	Needs      *hostfns.Capabilities `json:"needs"`
+	InitProbes []probe               `json:"init_probes"`
+	InitFail   string                `json:"init_fail"`
+	InitTrap   bool                  `json:"init_trap"`
+	InitSpin   bool                  `json:"init_spin"`
+	SetModel   string                `json:"set_model"`
+	// WaterfallReturn: the waterfall handler of an event returns this
+	// exact JSON, whatever it was given.
+	WaterfallReturn map[string]json.RawMessage `json:"waterfall_return"`
+	Extra           map[string]json.RawMessage `json:"extra"`
 }
 
 // probe is one raw host call. Req is sent as the request unless a pointer
@@ -170,9 +173,12 @@ func init() {
 			ev := s.Event
 			var err error
 			if s.Mode == hostfns.ModeWaterfall {
-				model := c.SetModel
+				model, ret := c.SetModel, c.WaterfallReturn[ev]
 				err = p.Waterfall(ev, func(ctx guest.Context, payload []byte) ([]byte, error) {
 					eventLog = append(eventLog, ev)
+					if ret != nil {
+						return ret, nil
+					}
 					return waterfall(ev, model, payload)
 				})
 			} else {

@@ -35,7 +35,7 @@ var initAttacks = map[string]func(p *guest.Plugin) error{
 	},
 	"flood": func(p *guest.Plugin) error {
 		for i := 0; i < cfg.Flood; i++ {
-			if err := p.Section(fmt.Sprintf("flood:%d", i), i, "flood"); err != nil {
+			if err := p.Section(fmt.Sprintf("flood:%d", i), i+1, "flood"); err != nil {
 				return fmt.Errorf("flood stopped after %d registrations: %w", i, err)
 			}
 		}

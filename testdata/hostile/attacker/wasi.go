@@ -35,6 +35,10 @@ func wasiPathUnlink(fd int32, path *byte, pathLen uint32) uint32
 //go:noescape
 func wasiPathMkdir(fd int32, path *byte, pathLen uint32) uint32
 
+//go:wasmimport wasi_snapshot_preview1 path_remove_directory
+//go:noescape
+func wasiPathRmdir(fd int32, path *byte, pathLen uint32) uint32
+
 //go:wasmimport wasi_snapshot_preview1 path_symlink
 //go:noescape
 func wasiPathSymlink(oldPath *byte, oldLen uint32, fd int32, newPath *byte, newLen uint32) uint32
@@ -56,7 +60,8 @@ const (
 
 	fstMtim = 4 // fstflags: set mtim to the given value
 
-	allRights = ^uint64(0)
+	allRights  = ^uint64(0)
+	readRights = 1 << 1 // fd_read: wazero opens read-only without fd_write
 )
 
 func bytePtr(s string) (*byte, uint32) {
@@ -87,20 +92,24 @@ func errnoOf(e uint32) error {
 }
 
 func rawOpen(fd int32, path string, oflags uint32, follow bool) (*os.File, error) {
+	return rawOpenRights(fd, path, oflags, follow, allRights)
+}
+
+func rawOpenRights(fd int32, path string, oflags uint32, follow bool, rights uint64) (*os.File, error) {
 	p, n := bytePtr(path)
 	var flags uint32
 	if follow {
 		flags = lookupFollow
 	}
 	var nfd int32
-	if err := errnoOf(wasiPathOpen(fd, flags, p, n, oflags, allRights, allRights, 0, &nfd)); err != nil {
+	if err := errnoOf(wasiPathOpen(fd, flags, p, n, oflags, rights, rights, 0, &nfd)); err != nil {
 		return nil, err
 	}
 	return os.NewFile(uintptr(nfd), path), nil
 }
 
 func rawRead(fd int32, path string) (string, error) {
-	f, err := rawOpen(fd, path, 0, true)
+	f, err := rawOpenRights(fd, path, 0, true, readRights)
 	if err != nil {
 		return "", err
 	}
@@ -137,6 +146,11 @@ func rawUnlink(fd int32, path string) error {
 func rawMkdir(fd int32, path string) error {
 	p, n := bytePtr(path)
 	return errnoOf(wasiPathMkdir(fd, p, n))
+}
+
+func rawRmdir(fd int32, path string) error {
+	p, n := bytePtr(path)
+	return errnoOf(wasiPathRmdir(fd, p, n))
 }
 
 func rawSymlink(target string, fd int32, path string) error {

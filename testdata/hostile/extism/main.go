@@ -1,7 +1,8 @@
 //go:build wasip1
 
-// Command extism is an Extism-ABI plugin (it imports the Extism kernel and
-// exports "call"), offered to a dsh:host/v1 host, which must refuse it.
+// Command extism is an Extism-ABI module (it imports the Extism kernel and
+// exports "call") that speaks no known tool ABI (it lacks describe), which
+// the host must refuse.
 package main
 
 //go:wasmimport extism:host/env input_length

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -106,25 +107,39 @@ func TestInstrumentRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
-// TestInstrumentRealGuest instruments a Go guest when one is at hand
-// (the plugin tests build it) and checks wazero accepts the result.
+// TestInstrumentRealGuest instruments a real Go guest, built from the
+// repository's test guests (and DSH_INTERRUPT_TEST_WASM as well, when
+// set), and checks that wazero compiles the result and that it exports
+// the interrupt flag.
 func TestInstrumentRealGuest(t *testing.T) {
-	path := os.Getenv("DSH_INTERRUPT_TEST_WASM")
-	if path == "" {
-		t.Skip("set DSH_INTERRUPT_TEST_WASM to a module to instrument")
-	}
-	b, err := os.ReadFile(path)
+	kit, err := guestbuild.Build("testdata/guests/testkit")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib, err := Instrument(b)
-	if err != nil {
-		t.Fatal(err)
+	paths := []string{kit}
+	if p := os.Getenv("DSH_INTERRUPT_TEST_WASM"); p != "" {
+		paths = append(paths, p)
 	}
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
 	defer rt.Close(ctx)
-	if _, err := rt.CompileModule(ctx, ib); err != nil {
-		t.Fatal(err)
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ib, err := Instrument(b)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(ib) <= len(b) {
+			t.Fatalf("%s: instrumented module is %d bytes, the original %d", path, len(ib), len(b))
+		}
+		if _, err := rt.CompileModule(ctx, ib); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if strings.Contains(string(b), Global) || !strings.Contains(string(ib), Global) {
+			t.Fatalf("%s: the interrupt flag's export name %q is not where it should be", path, Global)
+		}
 	}
 }

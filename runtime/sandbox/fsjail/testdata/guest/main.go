@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,6 +33,7 @@ func run(op string, a []string) (string, error) {
 		"read": 1, "write": 2, "append": 2, "mkdir": 1, "remove": 1,
 		"rename": 2, "symlink": 2, "link": 2, "readlink": 1, "stat": 1,
 		"lstat": 1, "readdir": 1, "chtimes": 1, "truncate": 1,
+		"truncate-to": 2, "pwrite": 3, "create-many": 2, "write-size": 2,
 	}
 	n, ok := need[op]
 	if !ok {
@@ -88,6 +90,56 @@ func run(op string, a []string) (string, error) {
 		return "", os.Chtimes(a[0], t, t)
 	case "truncate":
 		return "", os.Truncate(a[0], 0)
+	case "truncate-to": // path|size
+		size, err := strconv.ParseInt(a[1], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		return "", os.Truncate(a[0], size)
+	case "pwrite": // path|offset|data, creating the file
+		off, err := strconv.ParseInt(a[1], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		f, err := os.OpenFile(a[0], os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return "", err
+		}
+		_, err = f.WriteAt([]byte(a[2]), off)
+		return "", errors.Join(err, f.Close())
+	case "create-many": // dir|n: create files dir/f0... until n or an error
+		n, err := strconv.Atoi(a[1])
+		if err != nil {
+			return "", err
+		}
+		for i := range n {
+			f, err := os.Create(fmt.Sprintf("%s/f%d", a[0], i))
+			if err != nil {
+				return strconv.Itoa(i), err
+			}
+			f.Close()
+		}
+		return a[1], nil
+	case "write-size": // path|n: write n bytes in 1 MiB writes, reporting how many went
+		n, err := strconv.ParseInt(a[1], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		f, err := os.Create(a[0])
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		chunk := make([]byte, 1<<20)
+		var done int64
+		for done < n {
+			m, err := f.Write(chunk[:min(int64(len(chunk)), n-done)])
+			done += int64(m)
+			if err != nil {
+				return strconv.FormatInt(done, 10), err
+			}
+		}
+		return strconv.FormatInt(done, 10), nil
 	}
 	return "", fmt.Errorf("unhandled op %q", op)
 }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/spf13/cobra"
+)
+
+// errToolFailed: the tool answered with an error result; its text is on
+// standard output.
+var errToolFailed = errors.New("the tool answered with an error result")
+
+func newPluginCallCmd(s streams) *cobra.Command {
+	var sets []string
+	var agentID string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "call [--agent ID] [--set KEY=VALUE]... SOURCE TOOL [ARGS]",
+		Short: "Load a plugin in a throw-away host and call one of its tools",
+		Long: `Call loads the plugin at SOURCE (a .wasm file, or builtin:NAME) in a
+throw-away host, as inspect does, and calls its tool TOOL with ARGS, a JSON
+object (default {}), for one agent whose working directory is the current
+directory. It prints the tool's result on standard output.
+
+The plugin may be a dsh:host/v1 plugin or a community plugin (hyper-mcp v1
+or v2, mcp.run); its ABI is detected. Nothing is granted: a tool that needs
+files, commands or the network gets the same refusal it would get from a
+deployment that grants nothing.
+
+--set KEY=VALUE sets one key of the plugin's config object; VALUE is JSON
+when it is valid JSON and a string otherwise. --agent names the agent the
+call is for (default "cli").
+
+Exit status: 0 the tool answered; 1 it answered with an error result, or
+the call failed (no such tool, a trap, the compute budget); 2 usage.`,
+		Example: `  dsh-wasm plugin call ./reverse.wasm reverse '{"text":"hello"}'
+  dsh-wasm plugin call --set greeting=Hi ./hello.wasm greet '{"name":"Ann"}'`,
+		Args: usageArgs(cobra.RangeArgs(2, 3)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			config, err := configObject(sets)
+			if err != nil {
+				return err
+			}
+			toolArgs := []byte("{}")
+			if len(args) == 3 {
+				toolArgs = []byte(args[2])
+				var obj map[string]json.RawMessage
+				if err := json.Unmarshal(toolArgs, &obj); err != nil {
+					return usagef("ARGS %q: want a JSON object: %v", args[2], err)
+				}
+			}
+			logger := slog.New(slog.DiscardHandler)
+			if verbose {
+				logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			res, err := callPlugin(ctx, s.g, args[0], config, agentID, args[1], toolArgs, logger)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(s.out, res.Text)
+			if res.IsError {
+				return errToolFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
+	cmd.Flags().StringVar(&agentID, "agent", "cli", "the `ID` of the agent the call is for")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's log to standard error")
+	return cmd
+}
+
+// cliHost is a throw-away host for one command, with the harness's
+// sections and the built-in variables registered, as a deployment does;
+// close releases it and the cache.
+func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host, func() error, error) {
+	// A deployment with no plugins: the harness's sections and variables
+	// are registered first, as in any deployment, and the caller loads
+	// the one plugin it looks at. No session is made.
+	cache := g.openCache(logger)
+	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, SessionsDir: os.TempDir()})
+	if err != nil {
+		cache.Close(context.WithoutCancel(ctx))
+		return nil, nil, err
+	}
+	return d.Host(), func() error {
+		bg := context.WithoutCancel(ctx)
+		return errors.Join(d.Close(bg), cache.Close(bg))
+	}, nil
+}
+
+func cliAgent(id string) *prompt.AgentFacts {
+	cwd, _ := os.Getwd()
+	return &prompt.AgentFacts{ID: id, Session: "cli-" + id, Model: "cli", Cwd: cwd}
+}
+
+func callPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, agentID, tool string, args []byte, logger *slog.Logger) (_ plugin.ToolResult, err error) {
+	h, closeHost, err := cliHost(ctx, g, logger)
+	if err != nil {
+		return plugin.ToolResult{}, err
+	}
+	defer func() {
+		if cerr := closeHost(); cerr != nil && err == nil {
+			err = fmt.Errorf("close plugin host: %w", cerr)
+		}
+	}()
+	p, err := h.Load(ctx, plugin.Spec{Source: source, Config: config, Inspect: true})
+	if err != nil {
+		return plugin.ToolResult{}, err
+	}
+	if !hasTool(p, tool) {
+		names := []string{}
+		for _, t := range p.Contribution().Tools {
+			names = append(names, t.Name)
+		}
+		return plugin.ToolResult{}, fmt.Errorf("plugin %q has no tool %q (it has %v)", p.Name(), tool, names)
+	}
+	return h.CallTool(ctx, cliAgent(agentID), tool, args)
+}
+
+func hasTool(p *plugin.Plugin, name string) bool {
+	for _, t := range p.Contribution().Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// renderReport is what inspect --render adds: each variable's value and
+// each section rendered, for an agent in the current directory.
+type renderReport struct {
+	Variables map[string]*string `json:"variable_values"`
+	Sections  []renderedSection  `json:"rendered_sections"`
+}
+
+type renderedSection struct {
+	Name  string `json:"name"`
+	Text  string `json:"text,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// renderPlugin assembles the prompt for a CLI agent and renders the
+// plugin's own sections one by one, so one bad section does not hide the
+// others; an assembly failure is returned as an error.
+func renderPlugin(ctx context.Context, h *plugin.Host, p *plugin.Plugin) (*renderReport, error) {
+	facts := cliAgent("inspect")
+	a, err := h.Registry().Assemble(plugin.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
+	if err != nil {
+		return nil, fmt.Errorf("assemble the prompt: %w", err)
+	}
+	c := p.Contribution()
+	r := &renderReport{Variables: map[string]*string{}, Sections: []renderedSection{}}
+	for _, name := range c.Variables {
+		if v, ok := a.Variables[name]; ok && v.OK {
+			r.Variables[name] = &v.Text
+		} else {
+			r.Variables[name] = nil
+		}
+	}
+	own := map[string]bool{}
+	for _, s := range c.Sections {
+		own[s.Name] = true
+	}
+	for _, s := range a.Sections {
+		if !own[s.Name] {
+			continue
+		}
+		text, err := prompt.RenderText(s.Name, s.Text, a.Variables)
+		rs := renderedSection{Name: s.Name, Text: text}
+		if err != nil {
+			rs.Text, rs.Error = "", err.Error()
+		}
+		r.Sections = append(r.Sections, rs)
+	}
+	return r, nil
+}

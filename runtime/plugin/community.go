@@ -1,0 +1,778 @@
+package plugin
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Plugin ABIs (config.ABIs).
+const (
+	// ABIDsh is dsh:host/v1 (package hostfns).
+	ABIDsh = "dsh"
+	// ABIHyperMCPv1 is hyper-mcp's v1 plugin ABI: exports describe and
+	// call, and imports hyper-mcp host functions.
+	ABIHyperMCPv1 = "hyper-mcp-v1"
+	// ABIHyperMCPv2 is hyper-mcp's v2 plugin ABI: exports list_tools and
+	// call_tool, which take an MCP request context.
+	ABIHyperMCPv2 = "hyper-mcp-v2"
+	// ABIMCPRun is the mcp.run servlet ABI: describe and call, like
+	// hyper-mcp v1, without hyper-mcp's host functions.
+	ABIMCPRun = "mcp-run"
+)
+
+const (
+	extismEnv  = "extism:host/env"
+	extismUser = "extism:host/user"
+)
+
+// Byte limits of an Extism plugin's host-side data. go-sdk disables vars
+// when its MaxVarBytes is zero and applies no limit to config; ours are
+// explicit.
+const (
+	// MaxExtismConfigBytes caps the plugin's config as Extism sees it
+	// (keys and values); a bigger config refuses the load.
+	MaxExtismConfigBytes = 1 << 20
+	// MaxExtismVarBytes caps an instance's Extism vars (keys and values);
+	// a var_set beyond it fails the call.
+	MaxExtismVarBytes = 1 << 20
+	// MaxExtismVarKey caps one var key or config key asked for.
+	MaxExtismVarKey = 4096
+)
+
+// ABI returns the plugin's ABI: ABIDsh or one of the community ABIs.
+func (p *Plugin) ABI() string {
+	if p.abi == "" {
+		return ABIDsh
+	}
+	return p.abi
+}
+
+func (p *Plugin) isExtism() bool { return p.abi != "" && p.abi != ABIDsh }
+
+// detectABI decides the module's ABI from the spec or, when the spec names
+// none, from its imports and exports.
+func (p *Plugin) detectABI() (string, error) {
+	exports := p.module.ExportedFunctions()
+	has := func(n string) bool { _, ok := exports[n]; return ok }
+	v1, v2 := has("describe") && has("call"), has("list_tools") && has("call_tool")
+	extism, hyper := false, false
+	for _, imp := range p.module.ImportedFunctions() {
+		mod, name, _ := imp.Import()
+		if mod == extismEnv || mod == extismUser {
+			extism = true
+		}
+		if mod == extismUser && name != "config_get" {
+			hyper = true
+		}
+	}
+	switch want := p.spec.ABI; want {
+	case "":
+	case ABIDsh:
+		return ABIDsh, nil
+	case ABIMCPRun, ABIHyperMCPv1:
+		if !v1 {
+			return "", fmt.Errorf("%w: abi %s needs the exports describe and call; the module has %s", ErrABI, want, exportList(exports))
+		}
+		return want, nil
+	case ABIHyperMCPv2:
+		if !has("list_tools") || !has("call_tool") {
+			return "", fmt.Errorf("%w: abi %s needs the exports list_tools and call_tool; the module has %s", ErrABI, want, exportList(exports))
+		}
+		return want, nil
+	default:
+		return "", fmt.Errorf("%w: unknown abi %q (want dsh, hyper-mcp-v1, hyper-mcp-v2 or mcp-run)", ErrABI, want)
+	}
+	if has(hostfns.ExportABIVersion) || !extism && !v1 && !v2 {
+		return ABIDsh, nil
+	}
+	switch {
+	case v1 && hyper:
+		return ABIHyperMCPv1, nil
+	case v1:
+		return ABIMCPRun, nil
+	case v2:
+		// hyper-mcp's own rule: v2 when the plugin does not export both
+		// describe and call.
+		return ABIHyperMCPv2, nil
+	}
+	return "", fmt.Errorf("%w: an Extism module must export describe and call (hyper-mcp v1, mcp.run) or list_tools and call_tool (hyper-mcp v2); it has %s", ErrABI, exportList(exports))
+}
+
+func exportList(m map[string]api.FunctionDefinition) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "no exported functions"
+	}
+	if len(names) > 12 {
+		names = append(names[:12], "…")
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkExtismModule checks a community module's imports against what the
+// kernel provides, signature by signature, so a mismatch is a load error
+// that names the import rather than an instantiation failure.
+func (p *Plugin) checkExtismModule() error {
+	kexp := p.kernel.ExportedFunctions()
+	for _, imp := range p.module.ImportedFunctions() {
+		mod, name, _ := imp.Import()
+		switch mod {
+		case wasi_snapshot_preview1.ModuleName:
+			continue
+		case extismEnv:
+			if !slices.Contains(kernelEnvFuncs, name) {
+				return fmt.Errorf("%w: module imports %s::%s, which the Extism kernel does not define", ErrABI, mod, name)
+			}
+		case extismUser:
+			if !slices.Contains(hyperMCPUserFuncs, name) {
+				return fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(hyperMCPUserFuncs, ", "))
+			}
+		default:
+			return fmt.Errorf("%w: module imports %s::%s, which this host does not provide to an Extism plugin", ErrABI, mod, name)
+		}
+		k := kexp[name]
+		if !slices.Equal(k.ParamTypes(), imp.ParamTypes()) || !slices.Equal(k.ResultTypes(), imp.ResultTypes()) {
+			return fmt.Errorf("%w: module imports %s::%s as %v -> %v; the host defines it as %v -> %v", ErrABI, mod, name,
+				typeNames(imp.ParamTypes()), typeNames(imp.ResultTypes()), typeNames(k.ParamTypes()), typeNames(k.ResultTypes()))
+		}
+	}
+	exports := p.module.ExportedFunctions()
+	p.exports = map[string]bool{}
+	var need []string
+	if p.abi == ABIHyperMCPv2 {
+		need = []string{"list_tools", "call_tool"}
+	} else {
+		need = []string{"describe", "call"}
+	}
+	for _, n := range append(need, hostfns.ExportInitialize) {
+		d, ok := exports[n]
+		if !ok {
+			continue
+		}
+		want := []api.ValueType{i32}
+		if n == hostfns.ExportInitialize {
+			want = nil
+		}
+		if len(d.ParamTypes()) != 0 || !slices.Equal(d.ResultTypes(), want) {
+			return fmt.Errorf("%w: export %s has signature %v -> %v, want () -> %v", ErrABI, n,
+				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(want))
+		}
+		p.exports[n] = true
+	}
+	if _, ok := exports["_start"]; ok && !p.exports[hostfns.ExportInitialize] {
+		return fmt.Errorf("%w: the module is a command (it exports _start, not _initialize); build it as a library: -buildmode=c-shared for Go, a cdylib for Rust, -mexec-model=reactor for C", ErrABI)
+	}
+	return nil
+}
+
+// prepareExtism compiles the kernel and provides its Go functions in the
+// plugin's runtime.
+func (p *Plugin) prepareExtism(ctx context.Context) error {
+	cfg, err := extismConfig(p.config)
+	if err != nil {
+		return err
+	}
+	p.extConfig = cfg
+	// The kernel holds the input, output and the blocks the guest
+	// allocates; it gets a quarter of the plugin's memory cap, so guest
+	// and kernel together stay within 1.25 times the grant.
+	pages := max(p.limits.MemoryPages/4, 2)
+	if p.kernel, err = p.rt.CompileModule(ctx, kernelModule(pages)); err != nil {
+		return fmt.Errorf("compile the Extism kernel: %w", err)
+	}
+	b := p.rt.NewHostModuleBuilder(extismGoModule)
+	for _, g := range kernelGoFuncs {
+		impl := extismImpls[g.name]
+		if impl == nil {
+			return fmt.Errorf("extism host function %s has no implementation", g.name)
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.name, impl), g.params, g.results).Export(g.name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiate %s: %w", extismGoModule, err)
+	}
+	return p.checkExtismModule()
+}
+
+// extismConfig turns the plugin's JSON config into Extism's string map:
+// strings as they are, other values as JSON.
+func extismConfig(cfg []byte) (map[string]string, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		return nil, fmt.Errorf("%w: an Extism plugin's config must be a JSON object: %w", ErrSource, err)
+	}
+	out := make(map[string]string, len(m))
+	size := 0
+	for k, v := range m {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			s = string(v)
+		}
+		out[k] = s
+		size += len(k) + len(s)
+	}
+	if size > MaxExtismConfigBytes {
+		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, MaxExtismConfigBytes)
+	}
+	return out, nil
+}
+
+// extismState is what an Extism instance keeps besides its guest.
+type extismState struct {
+	kernel                                            api.Module
+	kmem                                              api.Memory
+	heap, inOff, inLen, outOff, outLen, errOff, abort api.MutableGlobal
+
+	vars     map[string][]byte
+	varBytes int
+
+	// Buffers of the tool-call path, reused (mu guards them: a tool call
+	// and a re-query may overlap on the load-time instance).
+	mu               sync.Mutex
+	args, res, block jsonobj.Obj
+	text             []byte
+
+	// Valid during a call.
+	abortErr     error
+	httpStatus   int32
+	httpHeaders  []byte
+	toolsChanged atomic.Bool
+}
+
+// newExtismInstance instantiates a kernel and the guest linked to it.
+func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
+	cfg, lw, sl, jail, err := p.moduleConfig(facts)
+	if err != nil {
+		return nil, err
+	}
+	kmod, err := p.rt.InstantiateModule(ctx, p.kernel, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		lw.Close()
+		if jail != nil {
+			jail.Close()
+		}
+		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("extism kernel: %w", err)}
+	}
+	rctx := experimental.WithImportResolver(ctx, func(name string) api.Module {
+		if name == extismEnv || name == extismUser {
+			return kmod
+		}
+		return nil
+	})
+	mod, err := p.rt.InstantiateModule(rctx, p.module, cfg)
+	if err != nil {
+		kmod.Close(ctx)
+		lw.Close()
+		if jail != nil {
+			jail.Close()
+		}
+		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
+	}
+	ext := &extismState{kernel: kmod, kmem: kmod.Memory(), vars: map[string][]byte{}}
+	for name, g := range map[string]*api.MutableGlobal{kgHeap: &ext.heap, kgInOff: &ext.inOff, kgInLen: &ext.inLen,
+		kgOutOff: &ext.outOff, kgOutLen: &ext.outLen, kgErr: &ext.errOff, kgAbort: &ext.abort} {
+		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
+	}
+	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, ext: ext}
+	if facts != nil {
+		in.agentID = facts.ID
+	}
+	p.byModule.Store(mod, in)
+	p.byModule.Store(kmod, in)
+	if p.interruptible {
+		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
+		if !ok {
+			in.close(ctx)
+			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
+		}
+		in.flag = g
+	}
+	in.guard = newGuard(p.h.wd, in.flag, sl)
+	for name := range p.exports {
+		in.fns[name] = mod.ExportedFunction(name)
+	}
+	if f := in.fns[hostfns.ExportInitialize]; f != nil {
+		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+		in.guard.disarm()
+		if err != nil {
+			in.close(ctx)
+			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: in.guard.why(err)}
+		}
+	}
+	return in, nil
+}
+
+// invokeExtism calls export with input through the kernel. A guest that
+// returns non-zero gives back its error_set message as errMsg (with
+// failed set); a trap, a budget kill, a host function that failed the call
+// or bad output discards the instance and comes back as err.
+func (in *instance) invokeExtism(ctx context.Context, cs *callState, export string, timeout time.Duration, input []byte) (out []byte, errMsg string, failed bool, err error) {
+	if isActive(ctx, in) {
+		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
+	}
+	fn := in.fns[export]
+	if fn == nil {
+		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed.Load() {
+		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
+	}
+	x := in.ext
+	g := in.guard
+	callCtx := g.arm(ctx, timeout)
+	defer g.disarm()
+	cs.ctx, cs.export, cs.guard = ctx, export, g
+	in.cur = cs
+	x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
+	defer func() { in.cur = nil }()
+	fail := func(err error) ([]byte, string, bool, error) {
+		in.closeLocked(ctx)
+		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
+	}
+	// Reset the kernel: every block of the last call is gone.
+	x.heap.Set(kernelBase)
+	x.outOff.Set(0)
+	x.outLen.Set(0)
+	x.errOff.Set(0)
+	x.abort.Set(0)
+	x.inOff.Set(0)
+	x.inLen.Set(0)
+	if len(input) > 0 {
+		off, err := x.writeBlock(input)
+		if err != nil {
+			return fail(fmt.Errorf("input: %w", err))
+		}
+		x.inOff.Set(off)
+		x.inLen.Set(uint64(len(input)))
+	}
+	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
+		if x.abortErr != nil {
+			return fail(x.abortErr)
+		}
+		return fail(g.why(err))
+	}
+	if rc := int32(in.stack[0]); rc != 0 {
+		msg := fmt.Sprintf("%s returned %d", export, rc)
+		if off := x.errOff.Get(); off != 0 {
+			b, err := x.readBlock(off)
+			if err != nil {
+				return fail(fmt.Errorf("%w: error_set: %w", ErrBadOutput, err))
+			}
+			msg = strings.ToValidUTF8(string(b), "\uFFFD")
+		}
+		return nil, msg, true, nil
+	}
+	n := x.outLen.Get()
+	if n == 0 {
+		return nil, "", false, nil
+	}
+	if n > hostfns.MaxOutputBytes {
+		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
+	}
+	off := x.outOff.Get()
+	b, ok := x.kmem.Read(uint32(off), uint32(n))
+	if !ok || off > 1<<32 {
+		return fail(fmt.Errorf("%w: output at %#x+%d is outside the kernel's memory (%d bytes)", ErrBadOutput, off, n, x.kmem.Size()))
+	}
+	return append([]byte(nil), b...), "", false, nil
+}
+
+// readBlock returns the block at off: a view of kernel memory, valid until
+// the guest runs again.
+func (x *extismState) readBlock(off uint64) ([]byte, error) {
+	heap := x.heap.Get()
+	if off < kernelBase+8 || off >= heap {
+		return nil, fmt.Errorf("offset %#x is not an allocated block", off)
+	}
+	hdr, ok := x.kmem.Read(uint32(off-8), 8)
+	if !ok {
+		return nil, fmt.Errorf("offset %#x is outside the kernel's memory", off)
+	}
+	n := binary.LittleEndian.Uint64(hdr)
+	if n > heap-off {
+		return nil, fmt.Errorf("block %#x claims %d bytes past the heap", off, n)
+	}
+	b, ok := x.kmem.Read(uint32(off), uint32(n))
+	if !ok {
+		return nil, fmt.Errorf("block %#x+%d is outside the kernel's memory", off, n)
+	}
+	return b, nil
+}
+
+// writeBlock allocates a block as the kernel's alloc does and copies b in.
+func (x *extismState) writeBlock(b []byte) (uint64, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p := x.heap.Get() + 8
+	end := p + (uint64(len(b))+7)&^7
+	if size := uint64(x.kmem.Size()); end > size {
+		pages := (end - size + 65535) >> 16
+		if _, ok := x.kmem.Grow(uint32(pages)); !ok {
+			return 0, fmt.Errorf("%d bytes do not fit in the Extism kernel's memory (grant more memory)", len(b))
+		}
+	}
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
+	if !x.kmem.Write(uint32(p-8), hdr[:]) || !x.kmem.Write(uint32(p), b) {
+		return 0, fmt.Errorf("kernel write at %#x failed", p)
+	}
+	x.heap.Set(end)
+	return p, nil
+}
+
+// mcpTool is a tool as describe and list_tools give it.
+type mcpTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// requestContext is hyper-mcp's PluginRequestContext.
+func (p *Plugin) requestContext() json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": p.reqID.Add(1), "_meta": map[string]any{}})
+	return b
+}
+
+// listTools asks the plugin for its tools in instance in.
+func (p *Plugin) listTools(ctx context.Context, in *instance) ([]mcpTool, error) {
+	export, input := "describe", []byte(nil)
+	if p.abi == ABIHyperMCPv2 {
+		export = "list_tools"
+		input, _ = json.Marshal(map[string]json.RawMessage{"context": p.requestContext()})
+	}
+	out, msg, failed, err := in.invokeExtism(ctx, &callState{}, export, p.limits.InitTimeout, input)
+	if err != nil {
+		return nil, err
+	}
+	if failed {
+		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %s", ErrGuest, msg)}
+	}
+	var r struct {
+		Tools []mcpTool `json:"tools"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: want {\"tools\":[...]}: %w", ErrBadOutput, err)}
+	}
+	for i, t := range r.Tools {
+		if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
+			r.Tools[i].InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+	}
+	return r.Tools, nil
+}
+
+// extismInit is runInit for a community plugin: its tools are its whole
+// contribution.
+func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) error {
+	tools, err := p.listTools(ctx, in)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInit, err)
+	}
+	in.ext.toolsChanged.Store(false)
+	if err := p.addTools(&callState{tx: tx, init: true}, tools); err != nil {
+		return fmt.Errorf("%w: %w", ErrInit, err)
+	}
+	return nil
+}
+
+func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
+	for _, t := range tools {
+		r := hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
+		pt := prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
+		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: r}); st != 0 {
+			if st == hostfns.ErrRule && strings.Contains(msg, "duplicate") {
+				msg += " (tool names are global, and a community plugin's tools keep the names it gives them: load only one of the plugins that have it)"
+			}
+			return fmt.Errorf("tool %q: %s", t.Name, msg)
+		}
+	}
+	return nil
+}
+
+// refreshTools re-queries the tools, in the instance that said they
+// changed, and replaces the plugin's tools in the registry in one update.
+func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
+	tools, err := p.listTools(ctx, in)
+	if err != nil {
+		return err
+	}
+	in.ext.toolsChanged.Store(false)
+	c := p.contrib
+	var old []*reg
+	err = p.h.reg.Update(func(tx *prompt.Tx) error {
+		c.mu.Lock()
+		if c.removed {
+			c.mu.Unlock()
+			return errRemoved
+		}
+		old = append([]*reg(nil), c.regs...)
+		keep := make([]*reg, 0, len(c.regs))
+		for _, r := range c.regs {
+			if r.kind != "tool" {
+				keep = append(keep, r)
+				continue
+			}
+			if err := r.d.Tx(tx); err != nil && !errors.Is(err, prompt.ErrNotRegistered) {
+				c.mu.Unlock()
+				return err
+			}
+		}
+		c.regs = keep
+		c.mu.Unlock()
+		return p.addTools(&callState{tx: tx}, tools)
+	})
+	if err != nil && old != nil {
+		// The update was discarded: the registry still holds the old
+		// tools, and so must the contribution.
+		c.mu.Lock()
+		c.regs = old
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// callExtismTool runs a community tool and turns its MCP CallToolResult
+// into a tool result.
+func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (ToolResult, error) {
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	x := in.ext
+	// The arguments are spliced into the input as they are, so they must
+	// be one JSON object; jsonobj checks that without reflection.
+	x.mu.Lock()
+	err := x.args.Parse(args)
+	x.mu.Unlock()
+	if err != nil {
+		return ToolResult{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
+	}
+	export := "call"
+	input := make([]byte, 0, len(args)+len(name)+64)
+	if p.abi == ABIHyperMCPv2 {
+		export = "call_tool"
+		input = append(input, `{"request":{"name":`...)
+		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
+		input = append(input, args...)
+		input = append(input, `},"context":{"id":`...)
+		input = strconv.AppendInt(input, p.reqID.Add(1), 10)
+		input = append(input, `,"_meta":{}}}`...)
+	} else {
+		input = append(input, `{"params":{"name":`...)
+		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
+		input = append(input, args...)
+		input = append(input, `}}`...)
+	}
+	out, msg, failed, err := in.invokeExtism(ctx, &callState{facts: facts}, export, p.limits.CallTimeout, input)
+	if x.toolsChanged.Swap(false) && err == nil {
+		if rerr := p.refreshTools(context.WithoutCancel(ctx), in); rerr != nil {
+			p.log.Warn("the plugin said its tools changed; re-querying them failed", "err", rerr)
+		}
+	}
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if failed {
+		return ToolResult{Text: msg, IsError: true}, nil
+	}
+	if text, isErr, ok := x.textResult(out); ok {
+		return ToolResult{Text: text, IsError: isErr}, nil
+	}
+	text, isErr, err := mcpResultText(out)
+	if err != nil {
+		return ToolResult{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
+	}
+	return ToolResult{Text: text, IsError: isErr}, nil
+}
+
+// textResult renders the common CallToolResult, whose content blocks are
+// all text, with package jsonobj: no reflection, one allocation. ok false
+// sends the caller to mcpResultText.
+func (x *extismState) textResult(out []byte) (text string, isErr, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.res.Parse(out) != nil {
+		return "", false, false
+	}
+	if v, found := x.res.Lookup("isError"); found {
+		switch v.Kind() {
+		case jsonobj.Bool:
+			isErr, _ = v.Bool()
+		case jsonobj.Null:
+		default:
+			return "", false, false
+		}
+	}
+	cv, found := x.res.Lookup("content")
+	if !found || cv.Kind() != jsonobj.Array {
+		return "", false, false
+	}
+	buf := x.text[:0]
+	n := 0
+	ok = eachObject(cv.Raw(), func(el []byte) bool {
+		if x.block.Parse(el) != nil {
+			return false
+		}
+		t, _ := x.block.Lookup("type")
+		if tb, ok := t.Verbatim(); !ok || string(tb) != "text" {
+			return false
+		}
+		tv, _ := x.block.Lookup("text")
+		if n > 0 {
+			buf = append(buf, '\n')
+		}
+		n++
+		var err error
+		buf, err = tv.AppendText(buf)
+		return err == nil
+	})
+	x.text = buf
+	if !ok || n == 0 {
+		return "", false, false
+	}
+	return string(buf), isErr, true
+}
+
+// eachObject calls fn with each element of a JSON array that jsonobj has
+// already validated; it stops with false at an element that is not an
+// object or when fn says so.
+func eachObject(arr []byte, fn func([]byte) bool) bool {
+	i := 1 // after '['
+	for {
+		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\t' || arr[i] == '\n' || arr[i] == '\r' || arr[i] == ',') {
+			i++
+		}
+		if i >= len(arr) || arr[i] == ']' {
+			return true
+		}
+		if arr[i] != '{' {
+			return false
+		}
+		start, depth, inStr := i, 0, false
+		for ; i < len(arr); i++ {
+			c := arr[i]
+			if inStr {
+				if c == '\\' {
+					i++
+				} else if c == '"' {
+					inStr = false
+				}
+				continue
+			}
+			if c == '"' {
+				inStr = true
+			} else if c == '{' || c == '[' {
+				depth++
+			} else if c == '}' || c == ']' {
+				depth--
+				if depth == 0 {
+					i++
+					break
+				}
+			}
+		}
+		if !fn(arr[start:i]) {
+			return false
+		}
+	}
+}
+
+// mcpResultText renders an MCP CallToolResult for the model: text blocks
+// as they are; images, audio and embedded resources summarised with their
+// type and size; resource links by URI.
+func mcpResultText(out []byte) (string, bool, error) {
+	var r struct {
+		Content []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Data     string `json:"data"`
+			MimeType string `json:"mimeType"`
+			URI      string `json:"uri"`
+			Resource *struct {
+				URI      string  `json:"uri"`
+				MimeType string  `json:"mimeType"`
+				Text     *string `json:"text"`
+				Blob     string  `json:"blob"`
+			} `json:"resource"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return "", false, fmt.Errorf("want an MCP CallToolResult: %w", err)
+	}
+	var sb strings.Builder
+	for i, c := range r.Content {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		switch c.Type {
+		case "text":
+			sb.WriteString(c.Text)
+		case "image", "audio":
+			fmt.Fprintf(&sb, "[%s: %s, %d bytes]", c.Type, orUnknown(c.MimeType), base64Len(c.Data))
+		case "resource":
+			if c.Resource == nil {
+				sb.WriteString("[resource: missing]")
+				break
+			}
+			n := base64Len(c.Resource.Blob)
+			if c.Resource.Text != nil {
+				n = len(*c.Resource.Text)
+			}
+			fmt.Fprintf(&sb, "[resource: %s, %s, %d bytes]", c.Resource.URI, orUnknown(c.Resource.MimeType), n)
+		case "resource_link":
+			fmt.Fprintf(&sb, "[resource link: %s]", c.URI)
+		default:
+			fmt.Fprintf(&sb, "[%s content]", orUnknown(c.Type))
+		}
+	}
+	if len(r.Content) == 0 && len(r.StructuredContent) > 0 {
+		sb.Write(r.StructuredContent)
+	}
+	s := sb.String()
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s, r.IsError, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return s
+}
+
+// base64Len is the decoded size of s, without decoding it.
+func base64Len(s string) int {
+	s = strings.TrimRight(s, "=")
+	return base64.RawStdEncoding.DecodedLen(len(s))
+}
