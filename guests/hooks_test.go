@@ -48,7 +48,8 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 func hookGrants(confDir string, exec config.ExecGrant) config.Grants {
 	exec.Allowed = true
 	g := config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}},
-		Exec: exec, SessionEvents: []string{"hook/invoked", "hook/result"}}
+		Exec: exec, SessionEvents: []string{"hook/invoked", "hook/result"},
+		Events: []string{"agent/prompt-submit", "tools/pre-execute", "tools/post-execute", "agent/turn-stopping"}}
 	if confDir != "" {
 		g.FS = append(g.FS, config.FSGrant{Path: confDir, Mode: config.ModeRO})
 	}

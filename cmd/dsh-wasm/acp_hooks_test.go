@@ -34,6 +34,7 @@ plugins:
       env: [PWD]
       exec: {allowed: true, timeout: 1m, max_timeout: 10m}
       session_events: [hook/invoked, hook/result]
+      events: [agent/prompt-submit, tools/pre-execute, tools/post-execute, agent/turn-stopping]
 `, bridge, file, startDir)
 }
 

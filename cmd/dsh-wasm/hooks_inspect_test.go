@@ -22,7 +22,8 @@ func TestInspectMalformedHookFile(t *testing.T) {
 	}
 	deployment := "model: m\nplugins:\n  - source: builtin:hooks-claude\n    config: {config_path: ./hooks.json}\n" +
 		"    grants:\n      fs: [{path: workspace, mode: rw}, {path: " + dir + ", mode: ro}]\n      env: [PWD]\n" +
-		"      exec: {allowed: true}\n      session_events: [hook/invoked, hook/result]\n"
+		"      exec: {allowed: true}\n      session_events: [hook/invoked, hook/result]\n" +
+		"      events: [agent/prompt-submit, tools/pre-execute, tools/post-execute, agent/turn-stopping]\n"
 	if err := os.WriteFile(filepath.Join(dir, "dsh.yml"), []byte(deployment), 0o644); err != nil {
 		t.Fatal(err)
 	}
