@@ -480,3 +480,34 @@ func TestHookAskAllowed(t *testing.T) {
 		t.Fatalf("an allowed call did not run: %+v", rs)
 	}
 }
+
+// TestHookReadFromWorkspace: with the opt-in, each session's own hook
+// file (in its working directory) is the policy; without it, a hook file
+// in the workspace is ignored.
+func TestHookReadFromWorkspace(t *testing.T) {
+	seed, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := `{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":"echo from the workspace >&2; exit 2"}]}]}}`
+	if err := os.WriteFile(filepath.Join(seed, "hooks.json"), []byte(hooks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg    string
+		denied bool
+	}{
+		{`{"config_path":"hooks.json","read_from_workspace":true}`, true},
+		{`{"config_path":"hooks.json"}`, false},
+	} {
+		r := newHookRig(t, "hooks-claude", c.cfg, hookGrants("", config.ExecGrant{}), scripted("echo RAN"), seed, agent.Options{})
+		r.prompt(t, "go")
+		rs := toolResults(t, r.sess)
+		if len(rs) != 1 || rs[0].IsError != c.denied {
+			t.Fatalf("%s: results %+v", c.cfg, rs)
+		}
+		if c.denied && rs[0].Content.Text() != "Error: from the workspace" {
+			t.Errorf("%s: result %q", c.cfg, rs[0].Content.Text())
+		}
+	}
+}
