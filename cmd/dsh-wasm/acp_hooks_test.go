@@ -17,7 +17,7 @@ import (
 // coding agent's bash, and the scenario's hook bridge reading
 // ./hooks.json or ./codex-hooks.json from the directory the process
 // starts in (PWD granted, the directory granted read-only), as the
-// reference reads it.
+// reference reads it. Hook commands and bash run in the exec sandbox.
 func hookDeployment(bridge, file, startDir string) string {
 	return fmt.Sprintf(`model: deepseek-v4-flash
 persona: You are a coding agent. The working directory is {{cwd}}.
@@ -25,14 +25,14 @@ plugins:
   - source: builtin:tool-bash
     grants:
       fs: [{path: workspace, mode: rw}]
-      exec: {allowed: true, timeout: 2m, max_timeout: 10m}
+      exec: {allowed: true, sandbox: true, timeout: 2m, max_timeout: 10m}
   - source: builtin:%s
     config:
       config_path: ./%s
     grants:
       fs: [{path: workspace, mode: rw}, {path: %q, mode: ro}]
       env: [PWD]
-      exec: {allowed: true, timeout: 1m, max_timeout: 10m}
+      exec: {allowed: true, sandbox: true, timeout: 1m, max_timeout: 10m}
       session_events: [hook/invoked, hook/result]
       events: [agent/prompt-submit, tools/pre-execute, tools/post-execute, agent/turn-stopping]
 `, bridge, file, startDir)
