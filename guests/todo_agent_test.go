@@ -65,7 +65,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	defer sess.Close()
 	var seen []string
-	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Registry: reg, Tools: h, Logger: discardLogger(),
+	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Model: "m", Registry: reg, Tools: h, Logger: discardLogger(),
 		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }})
 	if err != nil {
 		t.Fatal(err)
