@@ -511,3 +511,24 @@ func TestHookReadFromWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestHookCodexStdin: a Codex hook reads Codex's snake_case input, and a
+// Codex regular-expression matcher selects our tool name.
+func TestHookCodexStdin(t *testing.T) {
+	dir, file := writeHooks(t, "codex-hooks.json", `{"hooks":{"PostToolUse":[{"matcher":"^ba","hooks":[{"type":"command","command":"cat > stdin.json"}]}]}}`)
+	r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q,"model":"gpt-test"}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+	r.prompt(t, "go")
+	b, err := os.ReadFile(filepath.Join(r.ws, "stdin.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	if err := json.Unmarshal(b, &in); err != nil || bytes.HasSuffix(b, []byte("\n")) {
+		t.Fatalf("stdin %q: %v (Codex sends no trailing newline)", b, err)
+	}
+	if in["hook_event_name"] != "PostToolUse" || in["model"] != "gpt-test" || in["turn_id"] != "1" || in["tool_name"] != "bash" ||
+		in["tool_input"].(map[string]any)["command"] != "echo RAN" || !strings.Contains(in["tool_response"].(string), "RAN") ||
+		in["transcript_path"] != nil || in["permission_mode"] != "default" || in["cwd"] != r.ws {
+		t.Errorf("stdin %s", b)
+	}
+}
