@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -486,14 +487,24 @@ func (p *parser) str() error {
 	i := p.i + 1
 	esc := false
 	for {
-		// Thirty-two, then eight bytes at a time while none is a quote, a
-		// backslash, a control character or outside ASCII. (Unrolled:
-		// in Wasm the loop's own overhead is most of the cost.)
-		for i+32 <= len(b) && special(load64(b, i))|special(load64(b, i+8))|special(load64(b, i+16))|special(load64(b, i+24)) == 0 {
-			i += 32
-		}
-		for i+8 <= len(b) && special(load64(b, i)) == 0 {
+		// Eight bytes at a time while none is a quote, a backslash, a
+		// control character or outside ASCII, and thirty-two at a time
+		// once eight were plain. (Unrolled: in Wasm the loop's own
+		// overhead is most of the cost. Eight first, because right after
+		// an escape the next one is often near.)
+		for i+8 <= len(b) {
+			if m := special(load64(b, i)); m != 0 {
+				// The lowest flagged byte is a real one (a false flag
+				// needs a borrow from a lower byte that is itself
+				// flagged): skip the plain bytes before it at once, not
+				// one by one through the loops again.
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
 			i += 8
+			for i+32 <= len(b) && special(load64(b, i))|special(load64(b, i+8))|special(load64(b, i+16))|special(load64(b, i+24)) == 0 {
+				i += 32
+			}
 		}
 		if i >= len(b) {
 			p.i = i
@@ -557,12 +568,24 @@ func hex4(s []byte) rune {
 
 // appendUnquoted decodes the body of a string Parse has validated,
 // replacing invalid UTF-8 and lone surrogates with U+FFFD as
-// encoding/json does.
+// encoding/json does. Runs of plain bytes between escapes are found a
+// word at a time and copied in one append: under Wasm a byte loop costs
+// several times a bulk copy.
 func appendUnquoted(dst, s []byte) []byte {
+	if cap(dst)-len(dst) < len(s) {
+		dst = append(make([]byte, 0, len(dst)+len(s)), dst...)
+	}
 	for i := 0; i < len(s); {
+		j := plainRun(s, i)
+		if j > i {
+			dst = append(dst, s[i:j]...)
+			i = j
+			if i >= len(s) {
+				break
+			}
+		}
 		c := s[i]
-		switch {
-		case c == '\\':
+		if c == '\\' {
 			i++
 			switch s[i] {
 			case 'b':
@@ -593,20 +616,34 @@ func appendUnquoted(dst, s []byte) []byte {
 				dst = append(dst, s[i])
 			}
 			i++
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			i++
-		default:
-			r, n := utf8.DecodeRune(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-			} else {
-				dst = append(dst, s[i:i+n]...)
-			}
-			i += n
+			continue
 		}
+		// c is outside ASCII: copy a valid sequence, replace an invalid byte.
+		r, n := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
 	}
 	return dst
+}
+
+// plainRun returns the index of the first byte at or after i that is a
+// backslash or outside ASCII, or len(s). Eight bytes are tested at a time.
+func plainRun(s []byte, i int) int {
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		if m := ((x ^ (ones * '\\')) - ones | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for i < len(s) && s[i] != '\\' && s[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
 }
 
 const hexDigits = "0123456789abcdef"

@@ -262,3 +262,29 @@ func TestScanFindsEverySpecialByte(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseEscaped1KiB decodes 1 KiB with 64 escapes in it, beside
+// the same 1 KiB without any: the bulk copy between escapes should keep
+// the two close.
+func BenchmarkParseEscaped1KiB(b *testing.B) {
+	plain := strings.Repeat("abcdefghijklmno", 64) + strings.Repeat("x", 64)
+	escaped := strings.Repeat(`abcdefghijklmno\n`, 32) + strings.Repeat(`abcdefghijklmno\"`, 32)
+	for _, c := range []struct{ name, body string }{{"plain", plain}, {"escaped", escaped}} {
+		doc := []byte(`{"text":"` + c.body + `"}`)
+		b.Run(c.name, func(b *testing.B) {
+			var o Obj
+			var scratch []byte
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if err := o.Parse(doc); err != nil {
+					b.Fatal(err)
+				}
+				v, _ := o.Lookup("text")
+				var err error
+				if scratch, err = v.AppendText(scratch[:0]); err != nil || len(scratch) != 1024 {
+					b.Fatalf("%d bytes, %v", len(scratch), err)
+				}
+			}
+		})
+	}
+}

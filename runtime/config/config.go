@@ -221,6 +221,11 @@ type Limits struct {
 	// files created. Unset means the default (Limits.DiskQuota).
 	DiskBytes ByteSize `yaml:"disk_bytes,omitempty"`
 	DiskFiles int      `yaml:"disk_files,omitempty"`
+	// Snapshot false makes every instance of the plugin initialise itself
+	// instead of starting from an image of a freshly initialised one (see
+	// docs/SECURITY.md: instances from one image share the random seeds
+	// drawn during initialisation). Unset means true.
+	Snapshot *bool `yaml:"snapshot,omitempty"`
 }
 
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up

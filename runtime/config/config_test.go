@@ -203,7 +203,7 @@ func TestLoadErrors(t *testing.T) {
 		{"net allow_private str", "source: x\ngrants:\n  net:\n    allow_private: 1\n", `plugins.yaml:4: grants.net.allow_private: want true or false, got int "1"`},
 		{"env bad", "source: x\ngrants:\n  env: [HOME, A-B]\n", `plugins.yaml:3: grants.env[1]: "A-B" is not an environment variable name`},
 		{"env with value", "source: x\ngrants:\n  env: [A=1]\n", `plugins.yaml:3: grants.env[0]: "A=1" is not an environment variable name`},
-		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, init_timeout, memory)"},
+		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, init_timeout, memory, snapshot)"},
 		{"memory zero", "source: x\ngrants:\n  limits:\n    memory: 0\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory zero unit", "source: x\ngrants:\n  limits:\n    memory: 0MiB\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory over 4GiB", "source: x\ngrants:\n  limits:\n    memory: 5GiB\n", "plugins.yaml:4: grants.limits.memory: 5GiB exceeds the 4GiB maximum"},
@@ -503,5 +503,27 @@ func TestDiskQuotaGrants(t *testing.T) {
 		if _, err := Load("plugins.yaml", []byte("source: x\ngrants:\n  limits:\n    "+bad+"\n")); err == nil || !strings.Contains(err.Error(), "grants.limits.disk_") {
 			t.Errorf("%s: %v, want an error naming grants.limits.disk_*", bad, err)
 		}
+	}
+}
+
+func TestSnapshotLimit(t *testing.T) {
+	for _, c := range []struct {
+		yml  string
+		want *bool
+	}{
+		{"source: builtin:facts\n", nil},
+		{"source: builtin:facts\ngrants:\n  limits: {snapshot: false}\n", new(bool)},
+	} {
+		e, err := Load("p.yaml", []byte(c.yml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := e.Grants.Limits.Snapshot
+		if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Fatalf("%q: snapshot = %v, want %v", c.yml, got, c.want)
+		}
+	}
+	if _, err := Load("p.yaml", []byte("source: builtin:facts\ngrants:\n  limits: {snapshot: maybe}\n")); err == nil || !strings.Contains(err.Error(), "p.yaml:3: grants.limits.snapshot") {
+		t.Fatalf("a bad snapshot value: %v", err)
 	}
 }

@@ -584,6 +584,10 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"init_timeout": func(v *yaml.Node, f string) { l.InitTimeout = d.duration(v, f) },
 		"disk_bytes":   func(v *yaml.Node, f string) { l.DiskBytes = d.size(v, f, 1, MaxDiskBytes) },
 		"disk_files":   func(v *yaml.Node, f string) { l.DiskFiles = d.count(v, f, 1, MaxDiskFiles) },
+		"snapshot": func(v *yaml.Node, f string) {
+			b := d.boolean(v, f)
+			l.Snapshot = &b
+		},
 	})
 	return l
 }

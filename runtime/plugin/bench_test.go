@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +56,17 @@ import (
 
 // benchText is the 1 KiB the echo tools decode and return.
 var benchText = strings.Repeat("abcdefghijklmnopqrstuvwxyz012345", 32)
+
+// benchEscaped is 1 KiB as well, with every sixteenth byte a quote or a
+// newline: 64 characters that JSON must escape, as in source code or
+// command output a model passes to a tool.
+var benchEscaped = func() string {
+	b := []byte(benchText)
+	for i := 15; i < len(b); i += 16 {
+		b[i] = "\"\n"[(i/16)%2]
+	}
+	return string(b)
+}()
 
 // Each ToolCall sub-benchmark times calls one by one after its loop, for
 // the p50-ns and p99-ns metrics: up to latencySamples calls, or as many as
@@ -149,6 +163,49 @@ func BenchmarkToolCall(b *testing.B) {
 	args, err := json.Marshal(map[string]string{"text": benchText})
 	if err != nil {
 		b.Fatal(err)
+	}
+
+	escapedArgs, err := json.Marshal(map[string]string{"text": benchEscaped})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := len(escapedArgs) - len(args); n != 64 {
+		b.Fatalf("escaped arguments carry %d escapes, want 64", n)
+	}
+	// The -escaped variants decode the same 1 KiB with 64 escapes in it:
+	// the decoder copies the runs between escapes in bulk, so they should
+	// cost little more than the plain ones.
+	for _, v := range []struct{ name, source, tool string }{{"echo-1KiB-escaped", "go", "echo_args"}, {"echo-1KiB-c-escaped", "c", "echo_c"}} {
+		b.Run("dsh/"+v.name, func(b *testing.B) {
+			var asked atomic.Int64
+			var h *Host
+			if v.source == "c" {
+				h, _ = benchHostWith(b, &asked, Spec{Name: "c", Source: cGuest(b)})
+			} else {
+				h, _ = benchHost(b, &asked, false)
+			}
+			facts := agent("bench", "m")
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			call := func() error {
+				r, err := h.CallTool(ctx, facts, v.tool, escapedArgs)
+				if err != nil {
+					return err
+				}
+				if r.IsError || len(r.Text) != len(benchEscaped) {
+					return fmt.Errorf("%s returned %d bytes (error %v)", v.tool, len(r.Text), r.IsError)
+				}
+				return nil
+			}
+			r, err := h.CallTool(ctx, facts, v.tool, escapedArgs)
+			if err != nil || r.Text != benchEscaped {
+				b.Fatalf("%s: %q, %v", v.tool, r.Text, err)
+			}
+			before := asked.Load()
+			loop(b, call)
+			checkAsked(b, &asked, before)
+			reportLatency(b, call)
+		})
 	}
 
 	for _, fallback := range []bool{false, true} {
@@ -403,21 +460,34 @@ func logLevel(s string) slog.Level {
 }
 
 // BenchmarkInstantiateWarm measures an agent's first call's setup cost with
-// the module already compiled: instantiate, _initialize, the ABI version
-// check and dsh_setup, then closing the instance when the agent ends. The
-// -closeondone variant runs the uninstrumented fallback.
+// the module already compiled: instantiate (from the plugin's image, or
+// with its initialiser: "-noimage"), the ABI version check and dsh_setup,
+// then closing the instance when the agent ends. The -closeondone variant
+// runs the uninstrumented fallback, which never uses images. It also
+// reports the private memory of an idle instance ("private-B/instance":
+// 100 agents' instances kept open, measured from /proc/self/smaps_rollup).
 func BenchmarkInstantiateWarm(b *testing.B) {
-	for _, fallback := range []bool{false, true} {
-		name := "dsh"
-		if fallback {
-			name += "-closeondone"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name     string
+		source   func(testing.TB) string
+		fallback bool
+		noImage  bool
+	}{
+		{"dsh-go", testkit, false, false},
+		{"dsh-go-noimage", testkit, false, true},
+		{"dsh-c", cGuest, false, false},
+		{"dsh-c-noimage", cGuest, false, true},
+		{"dsh-go-closeondone", testkit, true, false},
+	} {
+		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
 			var asked atomic.Int64
-			h, p := benchHost(b, &asked, fallback)
+			_, p := benchHostWith(b, &asked, Spec{Name: "kit", Source: v.source(b), noInterrupt: v.fallback,
+				Limits: Limits{NoSnapshot: v.noImage}})
+			h := p.h
 			b.ReportAllocs()
 			i := 0
+			cpu0 := cpuTime()
 			for b.Loop() {
 				i++
 				facts := agent("agent-"+strconv.Itoa(i), "m")
@@ -426,11 +496,59 @@ func BenchmarkInstantiateWarm(b *testing.B) {
 				}
 				h.EndAgent(ctx, facts.ID)
 			}
+			b.StopTimer()
+			// CPU time is what a loaded machine distorts least.
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			if n := p.Instances(); n != 1 {
 				b.Fatalf("%d instances open after the loop, want the load-time one", n)
 			}
+			if priv, ok := privateBytes(); ok {
+				const n = 100
+				for j := 0; j < n; j++ {
+					if _, err := p.instanceFor(ctx, agent("idle-"+strconv.Itoa(j), "m")); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if after, ok := privateBytes(); ok {
+					b.ReportMetric(float64(after-priv)/n, "private-B/instance")
+				}
+				for j := 0; j < n; j++ {
+					h.EndAgent(ctx, "idle-"+strconv.Itoa(j))
+				}
+			}
 		})
 	}
+}
+
+// cpuTime is the process's user and system CPU time, in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// privateBytes is the process's private memory (Private_Clean +
+// Private_Dirty of /proc/self/smaps_rollup), after a GC.
+func privateBytes() (int64, bool) {
+	runtime.GC()
+	data, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0, false
+	}
+	var total int64
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			total += kb << 10
+		}
+	}
+	return total, true
 }
 
 // benchLoadUnload loads testkit (compile, load-time instance, dsh_init) and

@@ -316,12 +316,22 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 	for name := range p.exports {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
-	if f := in.fns[hostfns.ExportInitialize]; f != nil {
+	// The data segments (made passive by PrepareSnapshot), then the
+	// reactor's initialiser. Community plugins always start fresh.
+	init := []string{hostfns.ExportInitialize}
+	if p.prepared {
+		init = []string{interrupt.DataExport, hostfns.ExportInitialize}
+	}
+	for _, name := range init {
+		f := mod.ExportedFunction(name)
+		if f == nil {
+			continue
+		}
 		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
 		in.guard.disarm()
 		if err != nil {
 			in.close(ctx)
-			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: in.guard.why(err)}
+			return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
 		}
 	}
 	return in, nil

@@ -34,7 +34,8 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 	g := e.Grants
 	spec := Spec{
 		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
-		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout},
+		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout,
+			NoSnapshot: g.Limits.Snapshot != nil && !*g.Limits.Snapshot},
 	}
 	return spec, nil
 }

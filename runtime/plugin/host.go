@@ -87,6 +87,10 @@ type Limits struct {
 	InitTimeout time.Duration
 	// MaxRegistrations caps sections + variables + tools + subscriptions.
 	MaxRegistrations int
+	// NoSnapshot makes every instance run the module's initialiser instead
+	// of starting from an image of a freshly initialised instance (see
+	// image.go).
+	NoSnapshot bool
 }
 
 // Default limits.

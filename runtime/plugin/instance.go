@@ -52,6 +52,23 @@ type instance struct {
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
 	flag api.MutableGlobal // the interrupt flag; nil if not instrumented
+	// memg is the memory when it lives outside the Go heap: guest code may
+	// run only between enterMem and leaveMem. fromImage: the instance
+	// started from an image instead of running its initialiser.
+	memg      memGuard
+	fromImage bool
+}
+
+func (in *instance) enterMem() {
+	if in.memg != nil {
+		in.memg.enter()
+	}
+}
+
+func (in *instance) leaveMem() {
+	if in.memg != nil {
+		in.memg.leave()
+	}
 }
 
 // callState is what host functions know about the call in progress.
@@ -61,6 +78,7 @@ type callState struct {
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
+	scoped bool       // dsh_setup called a host function that is not setupNeutral
 	facts  *prompt.AgentFacts
 	export string
 }
@@ -82,6 +100,17 @@ func isActive(ctx context.Context, in *instance) bool {
 		}
 	}
 	return false
+}
+
+// envList is the granted environment an instance sees, as NAME=value.
+func (p *Plugin) envList() []string {
+	var out []string
+	for _, name := range p.spec.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out
 }
 
 // moduleConfig is an instance's module config: WASI with the real
@@ -128,7 +157,23 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if err != nil {
 		return nil, err
 	}
-	mod, err := p.rt.InstantiateModule(ctx, p.module, cfg)
+	// An instance starts from an image when there is one for this
+	// environment (image.go): its memory is the image mapped outside the
+	// Go heap. Others keep wazero's own memory.
+	var alloc allocation
+	var img *image
+	env := ""
+	ictx := ctx
+	if p.snapshots {
+		env = p.environment(jail, p.envList())
+		if img = p.imageFor(env); img != nil {
+			ictx = instantiateContext(ctx, img, &alloc)
+		}
+	}
+	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
+	if img != nil {
+		img.mem.release() // mapped (or not) by now
+	}
 	if err != nil {
 		lw.Close()
 		if jail != nil {
@@ -137,7 +182,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -155,12 +200,35 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
-	if f := in.fns[hostfns.ExportInitialize]; f != nil {
-		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
-		in.guard.disarm()
-		if err != nil {
+	if alloc.imaged {
+		if err := img.restore(mod, p.snapGlobals); err != nil {
 			in.close(ctx)
-			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInitialize, Err: in.guard.why(err)}
+			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("from image: %w", err)}
+		}
+		in.fromImage = true
+	} else {
+		// A fresh instance: the data segments (made passive by
+		// PrepareSnapshot), then the reactor's initialiser.
+		init := []string{hostfns.ExportInitialize}
+		if p.prepared {
+			init = []string{interrupt.DataExport, hostfns.ExportInitialize}
+		}
+		for _, name := range init {
+			f := mod.ExportedFunction(name)
+			if f == nil {
+				continue
+			}
+			in.enterMem()
+			_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+			in.guard.disarm()
+			in.leaveMem()
+			if err != nil {
+				in.close(ctx)
+				return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
+			}
+		}
+		if p.snapshots {
+			p.capture(mod, env)
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
@@ -173,10 +241,11 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if first {
 		return in, nil
 	}
-	if in.fns[hostfns.ExportSetup] == nil {
+	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
 		return in, nil
 	}
-	st, out, err := in.invoke(ctx, &callState{setup: true, facts: facts}, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
+	cs := &callState{setup: true, facts: facts}
+	st, out, err := in.invoke(ctx, cs, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
 	if err == nil && st == hostfns.OutError {
 		err = &CallError{Plugin: p.name, Export: hostfns.ExportSetup, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
 	}
@@ -184,13 +253,20 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		in.close(ctx)
 		return nil, err
 	}
+	if !cs.scoped {
+		// A setup that asked the host nothing about the agent ends in the
+		// same state for every agent: later instances can skip it too.
+		p.captureSetup(mod, env)
+	}
 	return in, nil
 }
 
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
+	in.enterMem()
 	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout))
 	in.guard.disarm()
+	in.leaveMem()
 	if err != nil {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.why(err)}
 	}
@@ -268,6 +344,8 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	in.cur = cs
 	in.pending = nil
 	defer func() { in.cur, in.pending = nil, nil }()
+	in.enterMem()
+	defer in.leaveMem()
 
 	fail := func(err error) (hostfns.OutStatus, []byte, error) {
 		in.closeLocked(ctx)

@@ -41,6 +41,11 @@ type Plugin struct {
 	reqID     atomic.Int64
 	// interruptible: the module was instrumented with an interrupt flag.
 	interruptible bool
+	// prepared: the module was prepared for images (interrupt.PrepareSnapshot);
+	// snapshots: images are captured and used (prepared, and not opted out).
+	prepared, snapshots bool
+	snapGlobals         []string
+	images              imageSet
 	// byModule maps each open instance's module to the instance, for
 	// host functions, which are told the calling module.
 	byModule sync.Map
@@ -101,8 +106,10 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 	p.contrib = newContrib(p)
 	if spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, err := interrupt.Instrument(b); err == nil {
+	} else if ib, err := h.cache.instrument(digest, b); err == nil {
 		b, p.interruptible = ib, true
+		p.snapGlobals, p.prepared = interrupt.SnapshotExports(b)
+		p.snapshots = p.prepared && !p.limits.NoSnapshot
 	} else if errors.Is(err, interrupt.ErrUnsupported) {
 		p.log.Warn("cannot instrument the module for interruption; falling back to wazero's slower per-call checks", "err", err)
 	}
@@ -335,6 +342,7 @@ func (p *Plugin) close(ctx context.Context) {
 	if err := p.rt.Close(ctx); err != nil {
 		p.log.Warn("close runtime", "err", err)
 	}
+	p.closeImages()
 }
 
 func (p *Plugin) endAgent(ctx context.Context, agentID string) {

@@ -68,8 +68,9 @@ type Config struct {
 	Thinking ThinkingMode
 	// ReasoningEffort, when set, is sent as reasoning_effort.
 	ReasoningEffort string
-	// HTTPClient sends the requests; nil means a client of the provider's
-	// own over http.DefaultTransport. The provider never modifies it.
+	// HTTPClient sends the requests; nil means a client over a transport
+	// shared by every Provider of the process, sized for many concurrent
+	// sessions (see transport.go). The provider never modifies it.
 	// Its Timeout, if any, bounds whole streams: prefer HeaderTimeout and
 	// IdleTimeout.
 	HTTPClient *http.Client
@@ -171,7 +172,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = &http.Client{}
+		client = defaultClient()
 	}
 	return &Provider{
 		cfg:      cfg,

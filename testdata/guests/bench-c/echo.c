@@ -119,7 +119,15 @@ static char *string(const char **pp, const char *end, char *o) {
 		while (end - p >= 8) {
 			uint64_t x;
 			__builtin_memcpy(&x, p, 8);
-			if (special(x)) break;
+			uint64_t m = special(x);
+			if (m) {
+				// The lowest flagged byte is a real one: copy the plain
+				// bytes before it at once instead of one by one.
+				unsigned n = (unsigned)__builtin_ctzll(m) / 8;
+				if (o) { __builtin_memcpy(o, &x, 8); o += n; }
+				p += n;
+				break;
+			}
 			if (o) { __builtin_memcpy(o, &x, 8); o += 8; }
 			p += 8;
 		}

@@ -32,6 +32,11 @@ import (
 // Global is the name under which the interrupt flag is exported.
 const Global = "dsh_interrupt"
 
+// Version names the rewrite Instrument performs. Change it whenever the
+// output for a given input changes, so that caches of instrumented modules
+// keyed by it are not reused across versions.
+const Version = "interrupt-3"
+
 // FuelPerCheck is how many loop iterations and function entries run
 // between two visits to Go.
 const FuelPerCheck = 10000

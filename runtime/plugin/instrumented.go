@@ -1,0 +1,103 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+)
+
+// Rewriting a module for interruption (package interrupt) costs about as
+// much as wazero's own decoding of it, and its output depends only on the
+// module's bytes and the rewriter's version. The cache keeps the output
+// next to wazero's compiled code, so a warm load skips the rewrite.
+//
+// An entry is a header, the CRC-32 of the body, and the body. A missing,
+// short or corrupt entry is rebuilt: the cache is an accelerator, never a
+// source of truth. (Whoever can write the cache directory can also change
+// wazero's compiled code there; the directory must be the user's own.)
+
+const instrumentedMagic = "dsh-instrumented-v1\n"
+
+// memInstrumented holds rewritten modules for caches without a directory,
+// keyed by digest and rewriter version; a process loads few distinct
+// modules, and the same ones again and again (reloads, new hosts in tests).
+var memInstrumented sync.Map
+
+// instrument returns the module rewritten for interruption, and for
+// instance images where it can be (interrupt.PrepareSnapshot), from the
+// cache when it has it. digest is the sha256 of b, in hex.
+func (c *Cache) instrument(digest string, b []byte) ([]byte, error) {
+	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
+	if c == nil || c.c == nil {
+		return rewrite(b)
+	}
+	if c.dir == "" {
+		if v, ok := memInstrumented.Load(key); ok {
+			return v.([]byte), nil
+		}
+		ib, err := rewrite(b)
+		if err == nil {
+			memInstrumented.Store(key, ib)
+		}
+		return ib, err
+	}
+	path := filepath.Join(c.dir, "instrumented", key+".wasm")
+	if ib, ok := readInstrumented(path); ok {
+		return ib, nil
+	}
+	ib, err := rewrite(b)
+	if err != nil {
+		return nil, err
+	}
+	writeInstrumented(path, ib) // best effort: a failed write costs the next load a rewrite
+	return ib, nil
+}
+
+func readInstrumented(path string) ([]byte, bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil || len(raw) < len(instrumentedMagic)+4 || !bytes.HasPrefix(raw, []byte(instrumentedMagic)) {
+		return nil, false
+	}
+	sum := binary.LittleEndian.Uint32(raw[len(instrumentedMagic):])
+	body := raw[len(instrumentedMagic)+4:]
+	if crc32.ChecksumIEEE(body) != sum {
+		return nil, false
+	}
+	return body, true
+}
+
+func writeInstrumented(path string, body []byte) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], crc32.ChecksumIEEE(body))
+	_, err1 := f.WriteString(instrumentedMagic)
+	_, err2 := f.Write(hdr[:])
+	_, err3 := f.Write(body)
+	err4 := f.Close()
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		os.Remove(f.Name())
+		return
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// rewrite prepares b for images when it can, then instruments it.
+func rewrite(b []byte) ([]byte, error) {
+	if pb, _, err := interrupt.PrepareSnapshot(b); err == nil {
+		b = pb
+	}
+	return interrupt.Instrument(b)
+}
