@@ -100,6 +100,13 @@ type Options struct {
 	// after it is appended, on the goroutine running the turn. It must
 	// not block; it may call Cancel.
 	OnEvent func(session.Event)
+	// Permission asks the user whether a tool call a tools/pre-execute
+	// listener wants confirmed ("ask") may run. Nil refuses every such
+	// call: with nobody to ask, the call does not run.
+	Permission PermissionFunc
+	// MaxContinuations bounds the extra steps agent/turn-stopping
+	// listeners may ask for in one turn; 0 is DefaultMaxContinuations.
+	MaxContinuations int
 }
 
 // Agent drives one conversation: it runs turns on its session, one at a
@@ -117,6 +124,9 @@ type Agent struct {
 	parentID string // the session's parent session, for request metadata
 	maxSteps int
 	cont     ContinueFunc
+
+	permission       PermissionFunc
+	maxContinuations int
 
 	turnMu   sync.Mutex // held by the running turn
 	lastTurn int        // the last turn number in the session; guarded by turnMu
@@ -151,6 +161,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("agent: new: %w: missing %v", ErrInvalidOptions, missing)
 	}
+	if opts.MaxContinuations < 0 {
+		return nil, fmt.Errorf("agent: new: %w: MaxContinuations %d may not be negative", ErrInvalidOptions, opts.MaxContinuations)
+	}
 	if opts.MaxSteps < 0 || opts.Depth < 0 {
 		return nil, fmt.Errorf("agent: new: %w: MaxSteps %d and Depth %d may not be negative", ErrInvalidOptions, opts.MaxSteps, opts.Depth)
 	}
@@ -166,6 +179,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		parentID: h.ParentSession,
 		maxSteps: opts.MaxSteps,
 		cont:     opts.Continue,
+
+		permission:       opts.Permission,
+		maxContinuations: opts.MaxContinuations,
 		facts: prompt.AgentFacts{
 			ID:      opts.ID,
 			Session: h.ID,
@@ -177,6 +193,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if a.facts.ID == "" {
 		a.facts.ID = h.ID
+	}
+	if a.maxContinuations == 0 {
+		a.maxContinuations = DefaultMaxContinuations
 	}
 	if a.bus == nil {
 		a.bus = events.New(a.log)
