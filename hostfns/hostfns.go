@@ -167,6 +167,7 @@ const (
 	FnExecPoll           = "exec_poll"
 	FnExecKill           = "exec_kill"
 	FnHTTPRequest        = "http_request"
+	FnSessionEventAppend = "session_event_append"
 )
 
 // Func describes one host function.
@@ -213,6 +214,7 @@ var Funcs = []Func{
 	{Name: FnExecPoll, Request: TaskRequest{}, Response: ExecStatus{}, Doc: "Poll a background command: its output so far, or its result."},
 	{Name: FnExecKill, Request: TaskRequest{}, Response: ExecStatus{}, Doc: "Kill a background command and everything it started."},
 	{Name: FnHTTPRequest, Request: HTTPRequest{}, Response: HTTPResponse{}, Doc: "Make an HTTP(S) request to a granted host (grants.net); every redirect hop is checked."},
+	{Name: FnSessionEventAppend, Request: SessionEventRequest{}, Doc: "Record an event of a granted type (grants.session_events) in the calling agent's session."},
 }
 
 // LogRequest is the request of log. Level is debug, info, warn or error.
@@ -270,6 +272,9 @@ type Capabilities struct {
 	Exec bool     `json:"exec,omitempty"`
 	Net  []string `json:"net,omitempty"` // host names
 	Env  []string `json:"env,omitempty"` // variable names
+	// SessionEvents are the session event types the plugin appends with
+	// session_event_append.
+	SessionEvents []string `json:"session_events,omitempty"`
 }
 
 // FSNeed is one filesystem need: Path is "workspace" or an absolute path;
@@ -312,7 +317,16 @@ type ExecRequest struct {
 	Cwd       string   `json:"cwd,omitempty"`
 	Stdin     string   `json:"stdin,omitempty"`
 	TimeoutMs int64    `json:"timeout_ms,omitempty"`
+	// SpillDir, when set, is an absolute directory inside a writable
+	// granted fs root: a stream that outgrows the output cap is saved
+	// there whole (up to MaxSpillBytes), and its ExecOutput.SpillPath
+	// names the file.
+	SpillDir string `json:"spill_dir,omitempty"`
 }
+
+// MaxSpillBytes bounds the file one stream of one command may spill; a
+// stream longer than that has SpillTruncated set.
+const MaxSpillBytes = 64 << 20
 
 // ExecOutput is one captured stream. When the stream exceeded the cap,
 // Data keeps its head and tail and Omitted bytes in between were dropped.
@@ -320,7 +334,16 @@ type ExecOutput struct {
 	Data      string `json:"data"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Omitted   int64  `json:"omitted,omitempty"`
-	Total     int64  `json:"total"`
+	// OmittedAt is the offset in Data where the dropped bytes were (the
+	// length of the head), when Truncated.
+	OmittedAt int   `json:"omitted_at,omitempty"`
+	Total     int64 `json:"total"`
+	// SpillPath is the host path of the file holding the whole stream,
+	// set when the request had SpillDir and the stream outgrew the cap.
+	SpillPath string `json:"spill_path,omitempty"`
+	// SpillTruncated: the stream outgrew MaxSpillBytes too, and the file
+	// holds only its first MaxSpillBytes.
+	SpillTruncated bool `json:"spill_truncated,omitempty"`
 }
 
 // ExecResult is how a command ended. ExitCode is -1 when a signal ended
@@ -370,6 +393,14 @@ type HTTPResponse struct {
 	Body       string              `json:"body,omitempty"`
 	BodyBase64 string              `json:"body_base64,omitempty"`
 	Truncated  bool                `json:"truncated,omitempty"`
+}
+
+// SessionEventRequest is the request of session_event_append: an event of
+// Type, granted to the plugin in grants.session_events, with Data, a JSON
+// object, as its payload.
+type SessionEventRequest struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
 }
 
 // CallContext is the context JSON passed to dsh_section, dsh_variable,

@@ -79,6 +79,10 @@ WebAssembly plugins that can do only what the operator grants them.`,
 	root.PersistentFlags().BoolVar(&s.g.noCache, "no-cache", false, "compile plugins every time; do not read or write the compilation cache")
 	root.AddCommand(newRenderCmd(s))
 	root.AddCommand(newPluginCmd(s))
+	root.AddCommand(newRunCmd(s))
+	root.AddCommand(newACPCmd(s))
+	root.AddCommand(newPromptCmd(s))
+	root.AddCommand(newToolsCmd(s))
 	return root
 }
 

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
@@ -41,10 +43,11 @@ func builtinList() string {
 }
 
 func newPluginInspectCmd(s streams) *cobra.Command {
-	var configs []string
+	var sets []string
+	var deployment string
 	var verbose, render bool
 	cmd := &cobra.Command{
-		Use:   "inspect [--config KEY=VALUE]... SOURCE",
+		Use:   "inspect [--set KEY=VALUE]... SOURCE | inspect --config FILE NAME",
 		Short: "Load a plugin in a throw-away host and print what it contributes",
 		Long: `Inspect loads the plugin at SOURCE (a .wasm file, or builtin:NAME) in a
 throw-away host with a fresh prompt registry, runs its dsh_init, and prints
@@ -83,21 +86,24 @@ assembly failure is reported as assembly_error. --render adds
 variable_values (null when a variable has no value) and rendered_sections,
 the plugin's sections rendered strictly.
 
---config KEY=VALUE sets one key of the plugin's config object. VALUE is
+--set KEY=VALUE sets one key of the plugin's config object. VALUE is
 taken as JSON when it is valid JSON (42, true, "x", [1], {"a":1}) and as a
-string otherwise; a key may be given once. Without --config the plugin gets {}.
+string otherwise; a key may be given once. Without --set the plugin gets {}.
+
+With --config FILE, NAME is a plugin of that deployment file: it is loaded
+with its config from the file, and the report adds what the deployment
+grants it (grants: fs, exec, net, env, session events...), the quotas it
+runs under (limits: memory, call and init timeouts) and refusals: each
+declared need its grants do not cover, which would refuse it at load.
 
 Exit status: 0 inspected; 1 the plugin was refused (unreadable source, not
 a dsh:host/v1 module, failing init); 2 usage.`,
 		Example: `  dsh-wasm plugin inspect builtin:facts
-  dsh-wasm plugin inspect --config platform=linux/amd64 --config timezone=UTC builtin:facts
-  dsh-wasm plugin inspect ./my-plugin.wasm --config 'tools=["echo"]'`,
+  dsh-wasm plugin inspect --set platform=linux/amd64 --set timezone=UTC builtin:facts
+  dsh-wasm plugin inspect ./my-plugin.wasm --set 'tools=["echo"]'
+  dsh-wasm plugin inspect --config examples/coding-agent/dsh.yml tool-bash`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			config, err := configObject(configs)
-			if err != nil {
-				return err
-			}
 			logger := slog.New(slog.DiscardHandler)
 			if verbose {
 				logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -106,20 +112,35 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			report, err := inspectPlugin(ctx, s.g, args[0], config, logger, render)
+			if deployment != "" {
+				if len(sets) > 0 {
+					return usagef("--set and --config FILE do not mix: the deployment file gives the plugin its config")
+				}
+				report, err := inspectDeployed(ctx, s.g, deployment, args[0], logger)
+				if err != nil {
+					return err
+				}
+				return writeJSON(s.out, report)
+			}
+			config, err := configObject(sets)
+			if err != nil {
+				return err
+			}
+			report, err := inspectPlugin(ctx, s.g, plugin.Spec{Source: args[0], Config: config, Inspect: true}, logger, render)
 			if err != nil {
 				return err
 			}
 			return writeJSON(s.out, report)
 		},
 	}
-	cmd.Flags().StringArrayVar(&configs, "config", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
+	cmd.Flags().StringVar(&deployment, "config", "", "inspect plugin NAME of the deployment `FILE`")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's log to standard error")
 	cmd.Flags().BoolVar(&render, "render", false, "also print the variables' values and the plugin's rendered sections")
 	return cmd
 }
 
-// configObject builds the plugin's config object from --config KEY=VALUE
+// configObject builds the plugin's config object from --set KEY=VALUE
 // flags; nil when there are none (the host then passes {}).
 func configObject(kvs []string) (json.RawMessage, error) {
 	if len(kvs) == 0 {
@@ -129,10 +150,10 @@ func configObject(kvs []string) (json.RawMessage, error) {
 	for _, kv := range kvs {
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok || key == "" {
-			return nil, usagef("--config %q: want KEY=VALUE", kv)
+			return nil, usagef("--set %q: want KEY=VALUE", kv)
 		}
 		if _, dup := obj[key]; dup {
-			return nil, usagef("--config %q: key %q is given more than once", kv, key)
+			return nil, usagef("--set %q: key %q is given more than once", kv, key)
 		}
 		if json.Valid([]byte(value)) {
 			obj[key] = json.RawMessage(value)
@@ -140,7 +161,7 @@ func configObject(kvs []string) (json.RawMessage, error) {
 		}
 		b, err := json.Marshal(value)
 		if err != nil {
-			return nil, fmt.Errorf("--config %q: encode value: %w", kv, err)
+			return nil, fmt.Errorf("--set %q: encode value: %w", kv, err)
 		}
 		obj[key] = b
 	}
@@ -185,25 +206,34 @@ type inspectTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// inspectPlugin loads source in a host of its own, which grants nothing
-// and is closed before returning, compiling through the cache the global
-// flags choose.
-func inspectPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
-	h, closeHost, err := cliHost(ctx, g, logger)
+// inspectPlugin loads spec alone in a deployment of its own, as it would
+// load in any deployment (after the harness's sections and variables, so
+// a plugin claiming one of their names is refused), closed before
+// returning, compiling through the cache the global flags choose.
+func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
+	cache := g.openCache(logger)
+	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, Plugins: []plugin.Spec{spec},
+		SessionsDir: os.TempDir()}) // no session is made
 	if err != nil {
+		cache.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	defer func() {
-		if cerr := closeHost(); cerr != nil && err == nil {
-			err = fmt.Errorf("close plugin host: %w", cerr)
+		bg := context.WithoutCancel(ctx)
+		if cerr := errors.Join(d.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
+			err = fmt.Errorf("close the inspection: %w", cerr)
 		}
 	}()
-	p, err := h.Load(ctx, plugin.Spec{Source: source, Config: config, Inspect: true})
-	if err != nil {
-		return nil, err
+	name := spec.Name
+	if name == "" {
+		name = plugin.NameFromSource(spec.Source)
+	}
+	p := d.Host().Plugin(name)
+	if p == nil {
+		return nil, fmt.Errorf("plugin %q did not stay loaded", name)
 	}
 	r := reportOf(p)
-	rr, err := renderPlugin(ctx, h, p)
+	rr, err := renderPlugin(ctx, d.Host(), p)
 	switch {
 	case errors.Is(err, plugin.ErrBadOutput):
 		return nil, err

@@ -79,8 +79,8 @@ func TestInspectCommunityABI(t *testing.T) {
 func TestInspectRender(t *testing.T) {
 	kit := buildGuest(t, "testdata/guests/testkit")
 	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "--render", kit,
-		"--config", `sections=[{"name":"kit:static","order":120,"text":"Model {{kit_model}}."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
-		"--config", `variables=["kit_model"]`)
+		"--set", `sections=[{"name":"kit:static","order":120,"text":"Model {{kit_model}}."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
+		"--set", `variables=["kit_model"]`)
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, stderr)
 	}

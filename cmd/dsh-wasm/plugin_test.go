@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Setenv(plugin.EnvCacheDir, filepath.Join(dir, "wazero"))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBinary()
+	os.Exit(code)
 }
 
 func inspect(t *testing.T, args ...string) inspectReport {
@@ -86,11 +88,11 @@ func TestInspectBuiltinFacts(t *testing.T) {
 func TestInspectConfigValues(t *testing.T) {
 	// facts validates its config in dsh_init, so it shows how a VALUE was
 	// taken: linux/arm64 is not JSON, so a string; 42 is JSON, a number.
-	r := inspect(t, "builtin:facts", "--config", "platform=linux/arm64", "--config", `timezone="Asia/Tokyo"`)
+	r := inspect(t, "builtin:facts", "--set", "platform=linux/arm64", "--set", `timezone="Asia/Tokyo"`)
 	if r.Name != "facts" || !slices.Equal(r.Variables, []string{"date", "platform"}) {
 		t.Fatalf("report %+v", r)
 	}
-	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "--config", "platform=42", "builtin:facts")
+	code, stdout, stderr := runCLI(t, "", "plugin", "inspect", "--set", "platform=42", "builtin:facts")
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "cannot unmarshal number") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
@@ -116,12 +118,12 @@ func TestInspectTestkit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := inspect(t, "--config", `sections=[{"name":"kit:static","order":120,"text":"Static on {{model}} for {{from_elsewhere}}."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
+	r := inspect(t, "--set", `sections=[{"name":"kit:static","order":120,"text":"Static on {{model}} for {{from_elsewhere}}."},{"name":"kit:dyn","order":130,"dynamic":true}]`,
 		kit, // flags may follow SOURCE
-		"--config", `tools=["echo","counter"]`,
-		"--config", `variables=["kit_model"]`,
-		"--config", `subscribe=[{"event":"turn/start"}]`,
-		"--config", `needs={"env":["HOME"],"net":["example.com"]}`)
+		"--set", `tools=["echo","counter"]`,
+		"--set", `variables=["kit_model"]`,
+		"--set", `subscribe=[{"event":"turn/start"}]`,
+		"--set", `needs={"env":["HOME"],"net":["example.com"]}`)
 	want := inspectReport{
 		Name:      plugin.NameFromSource(kit),
 		SHA256:    "sha256:" + fileDigest(t, kit),
@@ -223,15 +225,15 @@ func TestInspectRefused(t *testing.T) {
 	}{
 		{"missing file", []string{filepath.Join(dir, "absent.wasm")}, "no such file"},
 		{"not wasm", []string{notWasm}, "unsupported plugin ABI"},
-		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts)`},
-		{"init fails", []string{kit, "--config", "init_fail=refused\non purpose"}, `refused\non purpose`},
-		{"init traps", []string{kit, "--config", "init_trap=true"}, "plugin trapped"},
-		{"bad config for facts", []string{"builtin:facts", "--config", "timezone=Local"}, `timezone "Local"`},
-		{"claims a harness name", []string{kit, "--config", `sections=[{"name":"harness:identity","order":5,"text":"x"}]`}, "name reserved for the harness"},
-		{"claims model", []string{kit, "--config", `variables=["model"]`}, "name reserved for the harness"},
-		{"order before the persona", []string{kit, "--config", `sections=[{"name":"kit:first","order":-1000000,"text":"x"}]`}, "outside grants.prompt.order [1, max]"},
-		{"malformed template", []string{kit, "--config", `sections=[{"name":"kit:s","order":5,"text":"{{ model }}"}]`}, "invalid template"},
-		{"waterfall without grant", []string{kit, "--config", `subscribe=[{"event":"system-prompt/assemble","mode":"waterfall"}]`}, "not granted the system-prompt/assemble waterfall"},
+		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts, tool-bash, tool-fs, tool-todo, tool-web)`},
+		{"init fails", []string{kit, "--set", "init_fail=refused\non purpose"}, `refused\non purpose`},
+		{"init traps", []string{kit, "--set", "init_trap=true"}, "plugin trapped"},
+		{"bad config for facts", []string{"builtin:facts", "--set", "timezone=Local"}, `timezone "Local"`},
+		{"claims a harness name", []string{kit, "--set", `sections=[{"name":"harness:identity","order":5,"text":"x"}]`}, "name reserved for the harness"},
+		{"claims model", []string{kit, "--set", `variables=["model"]`}, "name reserved for the harness"},
+		{"order before the persona", []string{kit, "--set", `sections=[{"name":"kit:first","order":-1000000,"text":"x"}]`}, "outside grants.prompt.order [1, max]"},
+		{"malformed template", []string{kit, "--set", `sections=[{"name":"kit:s","order":5,"text":"{{ model }}"}]`}, "invalid template"},
+		{"waterfall without grant", []string{kit, "--set", `subscribe=[{"event":"system-prompt/assemble","mode":"waterfall"}]`}, "not granted the system-prompt/assemble waterfall"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,9 +256,9 @@ func TestPluginUsageErrors(t *testing.T) {
 	}{
 		{"no source", []string{"plugin", "inspect"}, "accepts 1 arg(s), received 0"},
 		{"two sources", []string{"plugin", "inspect", "a.wasm", "b.wasm"}, "accepts 1 arg(s), received 2"},
-		{"config without equals", []string{"plugin", "inspect", "--config", "platform", "builtin:facts"}, `--config "platform": want KEY=VALUE`},
-		{"config without key", []string{"plugin", "inspect", "--config", "=1", "builtin:facts"}, "want KEY=VALUE"},
-		{"repeated key", []string{"plugin", "inspect", "--config", "a=1", "--config", "a=2", "builtin:facts"}, `key "a" is given more than once`},
+		{"set without equals", []string{"plugin", "inspect", "--set", "platform", "builtin:facts"}, `--set "platform": want KEY=VALUE`},
+		{"set without key", []string{"plugin", "inspect", "--set", "=1", "builtin:facts"}, "want KEY=VALUE"},
+		{"repeated key", []string{"plugin", "inspect", "--set", "a=1", "--set", "a=2", "builtin:facts"}, `key "a" is given more than once`},
 		{"unknown flag", []string{"plugin", "inspect", "--bogus", "builtin:facts"}, "unknown flag: --bogus"},
 		{"unknown subcommand", []string{"plugin", "nope"}, `unknown command "nope" for "dsh-wasm plugin"`},
 	}

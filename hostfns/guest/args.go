@@ -133,6 +133,10 @@ func (r *Result) WriteString(s string) (int, error) {
 // Len is the number of bytes written so far.
 func (r *Result) Len() int { return len(r.buf) }
 
+// Bytes returns what was written so far, valid until the next write or
+// Reset.
+func (r *Result) Bytes() []byte { return r.buf }
+
 // Reset drops what was written.
 func (r *Result) Reset() { r.buf = r.buf[:0] }
 

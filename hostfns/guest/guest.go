@@ -306,6 +306,18 @@ func HTTP(req hostfns.HTTPRequest) (hostfns.HTTPResponse, error) {
 	return r, callJSON(hostfns.FnHTTPRequest, req, &r)
 }
 
+// AppendSessionEvent records an event of type typ with payload data (a
+// JSON object) in the calling agent's session. The operator must grant
+// the type (grants.session_events).
+func AppendSessionEvent(typ string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("session_event_append: marshal data: %w", err)
+	}
+	_, err = Call(hostfns.FnSessionEventAppend, hostfns.SessionEventRequest{Type: typ, Data: b})
+	return err
+}
+
 // Call calls host function fn with req marshalled as JSON (a []byte or
 // json.RawMessage req is sent as is) and returns the response payload.
 func Call(fn string, req any) ([]byte, error) {

@@ -68,6 +68,9 @@ func hostExecKill(inPtr, inLen, outPtr, outCap uint32) uint64
 //go:wasmimport dsh:host/v1 http_request
 func hostHTTPRequest(inPtr, inLen, outPtr, outCap uint32) uint64
 
+//go:wasmimport dsh:host/v1 session_event_append
+func hostSessionEventAppend(inPtr, inLen, outPtr, outCap uint32) uint64
+
 var importByName = map[string]func(inPtr, inLen, outPtr, outCap uint32) uint64{
 	hostfns.FnLog:                hostLog,
 	hostfns.FnSectionRegister:    hostSectionRegister,
@@ -87,6 +90,7 @@ var importByName = map[string]func(inPtr, inLen, outPtr, outCap uint32) uint64{
 	hostfns.FnExecPoll:           hostExecPoll,
 	hostfns.FnExecKill:           hostExecKill,
 	hostfns.FnHTTPRequest:        hostHTTPRequest,
+	hostfns.FnSessionEventAppend: hostSessionEventAppend,
 }
 
 // outScratch receives host-function results that fit; larger ones are

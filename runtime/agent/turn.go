@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -86,7 +87,17 @@ func (t *turnRun) flush() {
 // that routes plugin work to the agent's instances.
 func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
 	f := t.a.facts
-	return plugin.WithAgent(t.ctx, &f), &f
+	return plugin.WithSessionEvents(plugin.WithAgent(t.ctx, &f), t.a.recordPluginEvent), &f
+}
+
+// recordPluginEvent records an event a plugin appended through
+// session_event_append (the host has checked its type against the
+// plugin's grants and its payload): it joins the session like the loop's
+// own events, and OnEvent sees it. It runs on the turn's goroutine, inside
+// the plugin call that appended it.
+func (a *Agent) recordPluginEvent(eventType string, data json.RawMessage) error {
+	_, err := a.record(session.Event{Type: eventType, Data: data})
+	return err
 }
 
 // fail turns a failure in step n into the turn's ending: aborted (or

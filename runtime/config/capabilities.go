@@ -21,6 +21,8 @@ type Capabilities struct {
 	Net []string `json:"net,omitempty" yaml:"net,omitempty"`
 	// Env lists host environment variables the plugin reads.
 	Env []string `json:"env,omitempty" yaml:"env,omitempty"`
+	// SessionEvents lists the session event types the plugin appends.
+	SessionEvents []string `json:"session_events,omitempty" yaml:"session_events,omitempty"`
 }
 
 // FSCapability is a path (Workspace or absolute) and the access needed
@@ -136,6 +138,16 @@ func (g Grants) Check(c Capabilities) error {
 		}
 		if !contains(g.Env, name) {
 			missing("env", name, "add under grants.env: - "+yamlScalar(name))
+		}
+	}
+
+	for _, typ := range c.SessionEvents {
+		if msg := CheckSessionEventType(typ); msg != "" {
+			invalid("session_events: %s", msg)
+			continue
+		}
+		if !contains(g.SessionEvents, typ) {
+			missing("session_events", typ, "add under grants.session_events: - "+yamlScalar(typ))
 		}
 	}
 	return errors.Join(errs...)

@@ -122,6 +122,11 @@ type Grants struct {
 	Net    NetGrant  `yaml:"net,omitempty"`
 	Env    []string  `yaml:"env,omitempty"` // host environment variables the plugin may read
 	Limits Limits    `yaml:"limits,omitempty"`
+	// SessionEvents are the session event types the plugin may append to
+	// the calling agent's session (session_event_append), such as
+	// "todo/write". Core types can never be granted: see
+	// CheckSessionEventType.
+	SessionEvents []string `yaml:"session_events,omitempty"`
 	// Prompt bounds where the plugin's prompt sections may sit.
 	Prompt PromptGrant `yaml:"prompt,omitempty"`
 	// Events lists the waterfalls (system-prompt/assemble, agent/request,

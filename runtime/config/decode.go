@@ -489,6 +489,9 @@ func (d *decoder) grants(n *yaml.Node, field string) Grants {
 		"net":    func(v *yaml.Node, f string) { g.Net = d.net(v, f) },
 		"env":    func(v *yaml.Node, f string) { g.Env = d.strings(v, f, checkEnvName) },
 		"limits": func(v *yaml.Node, f string) { g.Limits = d.limits(v, f) },
+		"session_events": func(v *yaml.Node, f string) {
+			g.SessionEvents = d.strings(v, f, CheckSessionEventType)
+		},
 		"prompt": func(v *yaml.Node, f string) { g.Prompt = d.promptGrant(v, f) },
 		"events": func(v *yaml.Node, f string) { g.Events = d.strings(v, f, checkEventGrant) },
 	})

@@ -117,6 +117,11 @@ func (e Entry) Validate() error {
 			bad(fmt.Sprintf("grants.env[%d]", i), msg)
 		}
 	}
+	for i, v := range g.SessionEvents {
+		if msg := CheckSessionEventType(v); msg != "" {
+			bad(fmt.Sprintf("grants.session_events[%d]", i), msg)
+		}
+	}
 	if msg := checkOrderRange(g.Prompt.Order); msg != "" {
 		bad("grants.prompt.order", msg)
 	}

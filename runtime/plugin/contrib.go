@@ -108,6 +108,7 @@ func (c *contrib) addCapabilities(n hostfns.Capabilities) {
 	c.caps.Exec = c.caps.Exec || n.Exec
 	c.caps.Net = append(c.caps.Net, n.Net...)
 	c.caps.Env = append(c.caps.Env, n.Env...)
+	c.caps.SessionEvents = append(c.caps.SessionEvents, n.SessionEvents...)
 }
 
 // removeAll unregisters everything in tx and refuses later

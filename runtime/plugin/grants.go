@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -41,7 +42,7 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 
 // checkGrants decides whether declared needs are covered by the grants.
 func checkGrants(name string, g *config.Grants, c hostfns.Capabilities) error {
-	cc := config.Capabilities{Plugin: name, Exec: c.Exec, Net: c.Net, Env: c.Env}
+	cc := config.Capabilities{Plugin: name, Exec: c.Exec, Net: c.Net, Env: c.Env, SessionEvents: c.SessionEvents}
 	for _, f := range c.FS {
 		cc.FS = append(cc.FS, config.FSCapability{Path: f.Path, Mode: config.FSMode(f.Mode)})
 	}
@@ -197,6 +198,11 @@ func (p *Plugin) endExecScope(scope string) {
 	p.mu.Lock()
 	m := p.execs[scope]
 	delete(p.execs, scope)
+	for k := range p.spills {
+		if strings.HasPrefix(k, scope+"\x00") {
+			delete(p.spills, k)
+		}
+	}
 	p.mu.Unlock()
 	if m != nil {
 		m.Close()
@@ -234,7 +240,15 @@ func execStatus(err error) (hostfns.Status, string) {
 
 func toExecResult(r execjail.Result) hostfns.ExecResult {
 	out := func(o execjail.Output) hostfns.ExecOutput {
-		return hostfns.ExecOutput{Data: string(o.Data), Truncated: o.Truncated, Omitted: o.Omitted, Total: o.Total}
+		if !o.Truncated {
+			return hostfns.ExecOutput{Data: string(o.Data), Total: o.Total}
+		}
+		// Head and tail are made UTF-8 apart, so that OmittedAt still
+		// marks the cut in the text the guest receives.
+		at := min(max(o.OmittedAt, 0), len(o.Data))
+		head := strings.ToValidUTF8(string(o.Data[:at]), "\uFFFD")
+		tail := strings.ToValidUTF8(string(o.Data[at:]), "\uFFFD")
+		return hostfns.ExecOutput{Data: head + tail, Truncated: true, OmittedAt: len(head), Omitted: o.Omitted, Total: o.Total}
 	}
 	return hostfns.ExecResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Canceled: r.Canceled,
 		OutOfMemory: r.OutOfMemory, Stdout: out(r.Stdout), Stderr: out(r.Stderr), DurationMs: r.Duration.Milliseconds()}
@@ -246,7 +260,7 @@ func toExecStatus(s execjail.Status) hostfns.ExecStatus {
 
 // hostExec implements exec_run and exec_start: decode, check the grant,
 // build the command, then run it with do.
-func hostExec(do func(m *execjail.Manager, cs *callState, cmd execjail.Command) (any, error)) hostImpl {
+func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error)) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.ExecRequest
 		if st, msg := decode(req, &r); st != 0 {
@@ -260,7 +274,20 @@ func hostExec(do func(m *execjail.Manager, cs *callState, cmd execjail.Command) 
 		if st != 0 {
 			return nil, st, msg
 		}
-		resp, err := do(m, cs, cmd)
+		var spill [2]*spillWriter
+		if r.SpillDir != "" {
+			mounts, err := in.p.fsRoots(cs.facts)
+			if err != nil {
+				return nil, hostfns.ErrInternal, err.Error()
+			}
+			t, st, msg := spillTargetFor(r.SpillDir, mounts)
+			if st != 0 {
+				return nil, st, msg
+			}
+			spill[0], spill[1] = newSpillWriters(t, int(in.p.sandbox.grants.Exec.OutputBytes))
+			cmd.StdoutTee, cmd.StderrTee = spill[0], spill[1]
+		}
+		resp, err := do(in.p, m, cs, cmd, spill)
 		if err != nil {
 			st, msg := execStatus(err)
 			return nil, st, msg
@@ -270,15 +297,26 @@ func hostExec(do func(m *execjail.Manager, cs *callState, cmd execjail.Command) 
 	}
 }
 
-var hostExecRun = hostExec(func(m *execjail.Manager, cs *callState, cmd execjail.Command) (any, error) {
+var hostExecRun = hostExec(func(_ *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error) {
 	res, err := m.Run(cs.ctx, cmd)
-	return toExecResult(res), err
+	r := toExecResult(res)
+	spill[0].result(&r.Stdout)
+	spill[1].result(&r.Stderr)
+	return r, err
 })
 
 // A background task outlives the call that started it, so it runs under
 // the session's lifetime (Host.EndAgent), not the call's context.
-var hostExecStart = hostExec(func(m *execjail.Manager, cs *callState, cmd execjail.Command) (any, error) {
+var hostExecStart = hostExec(func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error) {
 	id, err := m.Start(context.WithoutCancel(cs.ctx), cmd)
+	if err == nil && spill[0] != nil {
+		p.mu.Lock()
+		if p.spills == nil {
+			p.spills = map[string][2]*spillWriter{}
+		}
+		p.spills[stateScope(cs)+"\x00"+id] = spill
+		p.mu.Unlock()
+	}
 	return hostfns.ExecStatus{ID: id, Running: true}, err
 })
 
@@ -300,7 +338,13 @@ func hostExecTask(kill bool) hostImpl {
 		if err != nil {
 			return nil, hostfns.ErrNotFound, err.Error()
 		}
-		b, _ := json.Marshal(toExecStatus(s))
+		status := toExecStatus(s)
+		in.p.mu.Lock()
+		spill := in.p.spills[stateScope(cs)+"\x00"+r.ID]
+		in.p.mu.Unlock()
+		spill[0].result(&status.Result.Stdout)
+		spill[1].result(&status.Result.Stderr)
+		b, _ := json.Marshal(status)
 		return b, 0, ""
 	}
 }

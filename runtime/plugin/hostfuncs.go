@@ -63,6 +63,7 @@ var hostImpls = map[string]hostImpl{
 	hostfns.FnExecPoll:           hostExecTask(false),
 	hostfns.FnExecKill:           hostExecTask(true),
 	hostfns.FnHTTPRequest:        hostHTTPRequest,
+	hostfns.FnSessionEventAppend: hostSessionEventAppend,
 }
 
 // wrapHost adapts impl to the calling convention. It validates the

@@ -59,6 +59,8 @@ type Plugin struct {
 	offs       []func()
 	sandbox    sandbox
 	execs      map[string]*execjail.Manager // by session scope
+	appended   map[string]*appendQuota      // session events appended, by session scope
+	spills     map[string][2]*spillWriter   // background tasks' spill files, by scope NUL task id
 	active     bool
 	closed     bool
 	initing    bool
@@ -359,6 +361,9 @@ func (p *Plugin) endAgent(ctx context.Context, agentID string) {
 		scope = s.facts.Session
 	}
 	p.endExecScope(scope)
+	p.mu.Lock()
+	delete(p.appended, scope)
+	p.mu.Unlock()
 }
 
 // Instances reports how many instances are open: the load-time one and

@@ -87,6 +87,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,6 +208,10 @@ type Command struct {
 	Stdin []byte
 	// Timeout kills the command after this long; 0 means no timeout.
 	Timeout time.Duration
+	// StdoutTee and StderrTee, when set, also receive everything the
+	// command writes to that stream, uncapped (a spill file, say). A
+	// failing tee must swallow its error: a tee's error stops the copy.
+	StdoutTee, StderrTee io.Writer
 }
 
 // Result describes a finished command.

@@ -174,8 +174,8 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		Args:      append([]string{helperArg0, string(hcJSON)}, argv...),
 		Dir:       dir,
 		Env:       env,
-		Stdout:    p.stdout,
-		Stderr:    p.stderr,
+		Stdout:    tee(p.stdout, c.StdoutTee),
+		Stderr:    tee(p.stderr, c.StderrTee),
 		WaitDelay: waitDelay,
 	}
 	if cmd.Env == nil {
@@ -250,6 +250,14 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// tee sends a stream to its capped buffer and, when set, to w.
+func tee(buf *capBuffer, w io.Writer) io.Writer {
+	if w == nil {
+		return buf
+	}
+	return io.MultiWriter(buf, w)
 }
 
 func closeStatus(p *process, w *os.File) {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+)
+
+// deploymentFlags are the flags of every command that reads a deployment
+// file.
+type deploymentFlags struct {
+	config  string
+	baseURL string
+}
+
+func (f *deploymentFlags) add(cmd *cobra.Command, withBaseURL bool) {
+	cmd.Flags().StringVar(&f.config, "config", "", "the deployment `FILE` (YAML)")
+	if withBaseURL {
+		cmd.Flags().StringVar(&f.baseURL, "base-url", "", "the model API's base `URL`, overriding provider.base_url")
+	}
+}
+
+// opened is an open deployment and the compilation cache it uses.
+type opened struct {
+	*deploy.Deployment
+	cache interface{ Close(context.Context) error }
+}
+
+// Close closes the deployment, then its cache.
+func (o *opened) Close(ctx context.Context) error {
+	return errors.Join(o.Deployment.Close(ctx), o.cache.Close(ctx))
+}
+
+// open reads the deployment file and opens it: plugins loaded, nothing
+// else started. Diagnostics go to logger (standard error).
+func (f *deploymentFlags) open(ctx context.Context, g *globals, logger *slog.Logger) (*opened, error) {
+	if f.config == "" {
+		return nil, usagef("--config FILE is required: the deployment to run")
+	}
+	cfg, err := config.LoadDeployment(f.config)
+	if err != nil {
+		return nil, err
+	}
+	if f.baseURL != "" {
+		if !strings.HasPrefix(f.baseURL, "http://") && !strings.HasPrefix(f.baseURL, "https://") {
+			return nil, usagef("--base-url %q: want an http:// or https:// URL", f.baseURL)
+		}
+		cfg.Provider.BaseURL = f.baseURL
+	}
+	cache := g.openCache(logger)
+	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache})
+	if err != nil {
+		cache.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open %s: %w", f.config, err)
+	}
+	return &opened{Deployment: d, cache: cache}, nil
+}
+
+// stderrLogger logs warnings and errors to w, or everything with verbose.
+func stderrLogger(s streams, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+}
+
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// version is the module version the binary was built from, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

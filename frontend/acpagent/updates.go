@@ -1,0 +1,260 @@
+package acpagent
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+)
+
+// translator turns one session's events into ACP session updates, as
+// the reference harness's bridge does: reasoning and text deltas become
+// thought and message chunks, tool/call a tool_call card (kind execute,
+// read, edit or other), tool/result its tool_call_update (failed for an
+// error result), and each todo/write event of tool-todo a plan.
+type translator struct {
+	cwd      string
+	terminal bool // the client renders terminal cards (_meta.terminal_output)
+	calls    map[string]session.ToolCall
+}
+
+func newTranslator(cwd string, terminal bool) *translator {
+	return &translator{cwd: cwd, terminal: terminal, calls: map[string]session.ToolCall{}}
+}
+
+// live translates an event of a running turn: chunks stream as they come.
+func (t *translator) live(e session.Event) []acp.SessionUpdate {
+	switch e.Type {
+	case session.TypeAssistantChunk:
+		c, err := session.As[session.AssistantChunk](e)
+		if err != nil {
+			return nil
+		}
+		switch c.Chunk.Type {
+		case model.ChunkReasoningDelta:
+			return []acp.SessionUpdate{acp.UpdateAgentThoughtText(c.Chunk.Text)}
+		case model.ChunkTextDelta:
+			return []acp.SessionUpdate{acp.UpdateAgentMessageText(c.Chunk.Text)}
+		}
+	case session.TypeToolCall, session.TypeToolResult:
+		return t.tool(e)
+	case todoEvent:
+		return plan(e)
+	}
+	return nil
+}
+
+// history translates a recorded event for session/load: user messages
+// and whole assistant messages rather than their chunks.
+func (t *translator) history(e session.Event) []acp.SessionUpdate {
+	switch e.Type {
+	case session.TypeUserMessage:
+		u, err := session.As[session.UserMessage](e)
+		if err != nil || u.Content.Text() == "" {
+			return nil
+		}
+		return []acp.SessionUpdate{acp.UpdateUserMessageText(u.Content.Text())}
+	case session.TypeAssistantMessage:
+		m, err := session.As[session.AssistantMessage](e)
+		if err != nil {
+			return nil
+		}
+		var out []acp.SessionUpdate
+		for _, p := range m.Content {
+			switch {
+			case p.Type == model.BlockReasoning && p.Text != "":
+				out = append(out, acp.UpdateAgentThoughtText(p.Text))
+			case p.Type == model.BlockText && p.Text != "":
+				out = append(out, acp.UpdateAgentMessageText(p.Text))
+			}
+		}
+		return out
+	case session.TypeToolCall, session.TypeToolResult:
+		return t.tool(e)
+	case todoEvent:
+		return plan(e)
+	}
+	return nil
+}
+
+func (t *translator) tool(e session.Event) []acp.SessionUpdate {
+	if e.Type == session.TypeToolCall {
+		c, err := session.As[session.ToolCall](e)
+		if err != nil {
+			return nil
+		}
+		t.calls[c.CallID] = c
+		return t.start(c)
+	}
+	r, err := session.As[session.ToolResult](e)
+	if err != nil {
+		return nil
+	}
+	call := t.calls[r.CallID]
+	delete(t.calls, r.CallID)
+	return []acp.SessionUpdate{t.finish(call, r)}
+}
+
+// ToolKind is the ACP kind of a tool, as the reference maps them.
+func ToolKind(name string) acp.ToolKind {
+	switch name {
+	case "bash":
+		return acp.ToolKindExecute
+	case "read":
+		return acp.ToolKindRead
+	case "write", "edit":
+		return acp.ToolKindEdit
+	}
+	return acp.ToolKindOther
+}
+
+type fileArgs struct {
+	FilePath  string `json:"file_path"`
+	Content   string `json:"content"`
+	OldString string `json:"old_string"`
+	NewString string `json:"new_string"`
+}
+
+type bashArgs struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+}
+
+type todoArgs struct {
+	Todos []struct {
+		Content  string `json:"content"`
+		Status   string `json:"status"`
+		Priority string `json:"priority"`
+	} `json:"todos"`
+}
+
+func (t *translator) rel(p string) string {
+	if t.cwd != "" && filepath.IsAbs(p) {
+		if r, err := filepath.Rel(t.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+	}
+	return p
+}
+
+func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
+	id := acp.ToolCallId(c.CallID)
+	kind := ToolKind(c.Name)
+	opts := []acp.ToolCallStartOpt{acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusInProgress)}
+	title := c.Name
+	var raw any
+	if json.Unmarshal([]byte(c.Arguments), &raw) == nil && raw != nil {
+		opts = append(opts, acp.WithStartRawInput(raw))
+	}
+	switch c.Name {
+	case "read", "write", "edit":
+		var a fileArgs
+		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.FilePath != "" {
+			path := t.rel(a.FilePath)
+			title = map[string]string{"read": "Read ", "write": "Write ", "edit": "Edit "}[c.Name] + path
+			loc := acp.ToolCallLocation{Path: path}
+			if c.Name == "read" {
+				one := 1
+				loc.Line = &one
+			}
+			opts = append(opts, acp.WithStartLocations([]acp.ToolCallLocation{loc}))
+			switch c.Name {
+			case "write":
+				opts = append(opts, acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(path, a.Content)}))
+			case "edit":
+				opts = append(opts, acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(path, a.NewString, a.OldString)}))
+			}
+		}
+	case "bash":
+		var a bashArgs
+		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.Command != "" {
+			title = a.Command
+			var content []acp.ToolCallContent
+			if a.Description != "" {
+				content = append(content, acp.ToolContent(acp.TextBlock(a.Description)))
+			}
+			if t.terminal {
+				content = append(content, acp.ToolTerminalRef(c.CallID))
+			}
+			if len(content) > 0 {
+				opts = append(opts, acp.WithStartContent(content))
+			}
+		}
+	}
+	u := acp.StartToolCall(id, title, opts...)
+	if c.Name == "bash" && t.terminal && u.ToolCall != nil {
+		u.ToolCall.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": c.CallID, "cwd": t.cwd}}
+	}
+	return []acp.SessionUpdate{u}
+}
+
+// todoEvent is the session event tool-todo records for each list.
+const todoEvent = "todo/write"
+
+// plan turns a todo/write event into a plan update.
+func plan(e session.Event) []acp.SessionUpdate {
+	var a todoArgs
+	if json.Unmarshal(e.Data, &a) != nil {
+		return nil
+	}
+	entries := make([]acp.PlanEntry, 0, len(a.Todos))
+	for _, td := range a.Todos {
+		entries = append(entries, acp.PlanEntry{Content: td.Content,
+			Status: planStatus(td.Status), Priority: planPriority(td.Priority)})
+	}
+	return []acp.SessionUpdate{acp.UpdatePlan(entries...)}
+}
+
+func planStatus(s string) acp.PlanEntryStatus {
+	switch s {
+	case "in_progress":
+		return acp.PlanEntryStatusInProgress
+	case "completed":
+		return acp.PlanEntryStatusCompleted
+	}
+	return acp.PlanEntryStatusPending
+}
+
+func planPriority(s string) acp.PlanEntryPriority {
+	switch s {
+	case "high":
+		return acp.PlanEntryPriorityHigh
+	case "low":
+		return acp.PlanEntryPriorityLow
+	}
+	return acp.PlanEntryPriorityMedium
+}
+
+var exitMarker = regexp.MustCompile(`(?m)^\[exit code: (-?\d+)\]$`)
+
+func (t *translator) finish(call session.ToolCall, r session.ToolResult) acp.SessionUpdate {
+	status := acp.ToolCallStatusCompleted
+	if r.IsError {
+		status = acp.ToolCallStatusFailed
+	}
+	text := r.Content.Text()
+	id := acp.ToolCallId(r.CallID)
+	if call.Name == "bash" && t.terminal && !r.IsError {
+		code := 0
+		if m := exitMarker.FindStringSubmatch(text); m != nil {
+			code, _ = strconv.Atoi(m[1])
+		}
+		u := acp.UpdateToolCall(id, acp.WithUpdateStatus(status))
+		u.ToolCallUpdate.Meta = map[string]any{
+			"terminal_output": map[string]any{"terminal_id": r.CallID, "data": text},
+			"terminal_exit":   map[string]any{"terminal_id": r.CallID, "exit_code": code},
+		}
+		return u
+	}
+	if r.IsError && !strings.HasPrefix(text, "Error") {
+		text = "Error: " + text
+	}
+	return acp.UpdateToolCall(id, acp.WithUpdateStatus(status),
+		acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}))
+}

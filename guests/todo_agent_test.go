@@ -1,0 +1,113 @@
+package guests
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+)
+
+// TestToolTodoThroughTheLoop: a todo_write call made by the model in a turn
+// leaves a todo/write event, with the reference's payload, in the agent's
+// session, between the call and its result, and OnEvent sees it.
+func TestToolTodoThroughTheLoop(t *testing.T) {
+	reg := prompt.NewRegistry(nil)
+	if _, _, err := prompt.RegisterHarnessSections(reg, "You plan."); err != nil {
+		t.Fatal(err)
+	}
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(bg)
+	spec, err := plugin.SpecFromEntry("", config.Entry{Source: "builtin:tool-todo", Grants: config.Grants{SessionEvents: []string{"todo/write"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
+		calls++
+		var chunks []model.Chunk
+		if calls == 1 {
+			args := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
+			chunks = []model.Chunk{
+				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
+				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call_1", Name: "todo_write", ArgumentsDelta: args},
+				{Type: model.ChunkBlockEnd, Index: 0},
+				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
+			}
+		} else {
+			chunks = []model.Chunk{
+				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
+				{Type: model.ChunkTextDelta, Index: 0, Text: "planned"},
+				{Type: model.ChunkBlockEnd, Index: 0},
+				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
+			}
+		}
+		for _, c := range chunks {
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	sess, err := session.NewStore(t.TempDir()).Create(session.Header{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var seen []string
+	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Registry: reg, Tools: h, Logger: discardLogger(),
+		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(bg)
+	if _, err := a.Prompt(bg, "plan it"); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	var todo session.Event
+	for _, e := range sess.Events() {
+		if e.Type == session.TypeAssistantChunk {
+			continue
+		}
+		types = append(types, e.Type)
+		if e.Type == "todo/write" {
+			todo = e
+		}
+	}
+	want := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
+	if string(todo.Data) != want || todo.SurfaceOp != nil {
+		t.Fatalf("todo/write event %+v; want data %s off the surface", todo, want)
+	}
+	i := indexOf(types, "todo/write")
+	if i < 1 || types[i-1] != session.TypeToolCall || types[i+1] != session.TypeToolResult {
+		t.Fatalf("events %v: want todo/write between the call and its result", types)
+	}
+	if indexOf(seen, "todo/write") < 0 {
+		t.Fatalf("OnEvent saw %v", seen)
+	}
+	// The model's history is the call, its result and the answer: the
+	// event is not in it.
+	if msgs := sess.Messages(); len(msgs) != 4 {
+		t.Fatalf("history of %d messages: %+v", len(msgs), msgs)
+	}
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,415 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
+	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+)
+
+// Errors returned by this package, wrapped with detail; test with
+// errors.Is.
+var (
+	// ErrInvalidOptions: New was given options it cannot run with.
+	ErrInvalidOptions = errors.New("deploy: invalid options")
+	// ErrNoProvider: a session needs a model provider and the deployment
+	// has none (no Provider, no NewProvider, and no replay file given).
+	ErrNoProvider = errors.New("deploy: no model provider")
+	// ErrClosed: the deployment or session is closed.
+	ErrClosed = errors.New("deploy: closed")
+	// ErrNativeTool: a native tool failed or panicked; the model gets an
+	// error result.
+	ErrNativeTool = errors.New("deploy: native tool failed")
+	// ErrLimit: an inspected prompt went past one of Options.Limits.
+	ErrLimit = errors.New("deploy: limit exceeded")
+)
+
+// Options configure a Deployment. Only what a deployment cannot run
+// without is required: a model provider, given here or per session as a
+// replay file.
+type Options struct {
+	// Model is the model of sessions that name none; it is sent with
+	// every request and is the {{model}} variable.
+	Model string
+	// Persona is the deployment:persona section's text; it may reference
+	// variables such as {{model}} and {{cwd}}. Empty renders nothing.
+	Persona string
+
+	// Provider answers the model requests of every session without a
+	// replay file. When nil, NewProvider makes one at the first such
+	// session; when both are nil, such sessions fail with ErrNoProvider.
+	Provider model.Provider
+	// NewProvider makes the live provider lazily, so that a deployment
+	// whose provider needs a key opens (for prompt, tools, replay)
+	// without one; the error, e.g. a missing key, fails only the session
+	// that needs it.
+	NewProvider func() (model.Provider, error)
+
+	// Sections are the embedder's own prompt sections, registered after
+	// the harness's and before any plugin's.
+	Sections []prompt.Section
+	// Tools are the embedder's native Go tools, registered after the
+	// sections and before any plugin's tools.
+	Tools []Tool
+	// Plugins are the Wasm plugins, loaded in order.
+	Plugins []plugin.Spec
+
+	// SessionsDir is the root sessions persist under; empty means
+	// DefaultSessionsDir().
+	SessionsDir string
+	// Compaction, when set, compacts long conversations in every session.
+	Compaction *agent.CompactionOptions
+	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
+	MaxSteps int
+	// Limits are the deployment-wide bounds.
+	Limits Limits
+
+	// Logger receives diagnostics and the plugins' log and WASI output;
+	// nil discards them.
+	Logger *slog.Logger
+	// Builtins holds the modules behind builtin:NAME sources; nil means
+	// the built-in plugins of this module (package guests).
+	Builtins fs.FS
+	// Cache is the plugins' compilation cache; nil opens
+	// plugin.DefaultCache() (memory when that fails), which Close closes.
+	Cache *plugin.Cache
+}
+
+// Limits are deployment-wide bounds. Zero fields take the runtime's
+// defaults. SystemPrompt and Tools enforce them; a session's turns get
+// them from the agent loop's own assembly bounds once it takes them
+// (until then a session's assembly runs under the loop's defaults).
+type Limits struct {
+	// AssemblyTimeout is the deadline of one prompt assembly: every
+	// dynamic section and variable of a step together.
+	AssemblyTimeout time.Duration
+	// PromptBytes caps the whole rendered system prompt.
+	PromptBytes int64
+}
+
+// Deployment owns one registry, bus, plugin-state store and plugin host,
+// and the sessions made on them. It is safe for concurrent use.
+type Deployment struct {
+	opts      Options
+	log       *slog.Logger
+	reg       *prompt.Registry
+	bus       *events.Bus
+	state     *agent.PluginState
+	host      *plugin.Host
+	cache     *plugin.Cache
+	ownCache  bool
+	store     *session.Store
+	natives   map[string]Tool
+	owners    map[string]string // "section:NAME"/"tool:NAME"/"variable:NAME" → owner
+	offCompat func()
+
+	provMu   sync.Mutex
+	provider model.Provider
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	closed   bool
+}
+
+// Owners of registrations, as Explain reports them.
+const (
+	OwnerHarness    = "harness"
+	OwnerDeployment = "deployment"
+	// A plugin's registrations are owned by "plugin NAME".
+)
+
+// New opens a deployment: it creates the registry, bus, state store and
+// plugin host, registers the harness sections and built-in variables,
+// then the native sections and tools, then loads the plugins in order.
+// On failure everything it made is released.
+func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxSteps < 0 {
+		return nil, fmt.Errorf("%w: MaxSteps %d is negative", ErrInvalidOptions, opts.MaxSteps)
+	}
+	if opts.Compaction != nil {
+		if err := opts.Compaction.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: compaction: %w", ErrInvalidOptions, err)
+		}
+	}
+	natives := make(map[string]Tool, len(opts.Tools))
+	for i, t := range opts.Tools {
+		if t.Run == nil {
+			return nil, fmt.Errorf("%w: native tool %d (%q) has no Run", ErrInvalidOptions, i, t.Name)
+		}
+		if _, dup := natives[t.Name]; dup {
+			return nil, fmt.Errorf("%w: native tool %q is given twice", ErrInvalidOptions, t.Name)
+		}
+		natives[t.Name] = t
+	}
+	dir := opts.SessionsDir
+	if dir == "" {
+		if dir, err = DefaultSessionsDir(); err != nil {
+			return nil, err
+		}
+	}
+	d := &Deployment{
+		opts:     opts,
+		log:      logger,
+		reg:      prompt.NewRegistry(logger),
+		bus:      events.New(logger),
+		state:    agent.NewPluginState(),
+		store:    session.NewStore(dir),
+		natives:  natives,
+		owners:   map[string]string{},
+		sessions: map[*Session]struct{}{},
+		provider: opts.Provider,
+	}
+	d.cache = opts.Cache
+	if d.cache == nil {
+		d.ownCache = true
+		if d.cache, err = plugin.DefaultCache(); err != nil {
+			logger.Warn("compilation cache unavailable; compiling in memory", "err", err)
+			d.cache, _ = plugin.NewCache("")
+		}
+	}
+	defer func() {
+		if err != nil {
+			d.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := d.registerOwn(); err != nil {
+		return nil, err
+	}
+	builtins := opts.Builtins
+	if builtins == nil {
+		builtins = guests.FS
+	}
+	d.host, err = plugin.New(plugin.Options{Registry: d.reg, Bus: d.bus, Logger: logger,
+		Builtins: builtins, Cache: d.cache, State: d.state})
+	if err != nil {
+		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
+	}
+	for i, spec := range opts.Plugins {
+		p, err := d.host.Load(ctx, spec)
+		if err != nil {
+			name := spec.Name
+			if name == "" {
+				name = plugin.NameFromSource(spec.Source)
+			}
+			return nil, fmt.Errorf("deploy: plugin %d (%s, %s): %w", i+1, name, spec.Source, err)
+		}
+		c := p.Contribution()
+		owner := "plugin " + p.Name()
+		for _, s := range c.Sections {
+			d.owners["section:"+s.Name] = owner
+		}
+		for _, v := range c.Variables {
+			d.owners["variable:"+v] = owner
+		}
+		for _, t := range c.Tools {
+			d.owners["tool:"+t.Name] = owner
+		}
+	}
+	if opts.Compaction != nil {
+		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
+			return nil, fmt.Errorf("deploy: compaction: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// registerOwn registers what the harness and the embedder own, before any
+// plugin loads.
+func (d *Deployment) registerOwn() error {
+	if _, _, err := prompt.RegisterHarnessSections(d.reg, d.opts.Persona); err != nil {
+		return fmt.Errorf("deploy: register the harness sections: %w", err)
+	}
+	d.owners["section:"+prompt.IdentitySection] = OwnerHarness
+	d.owners["section:"+prompt.PersonaSection] = OwnerDeployment
+	if _, err := agent.RegisterBuiltinVariables(d.reg); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	d.owners["variable:"+agent.VarModel] = OwnerHarness
+	d.owners["variable:"+agent.VarCwd] = OwnerHarness
+	err := d.reg.Update(func(tx *prompt.Tx) error {
+		for _, s := range d.opts.Sections {
+			if _, err := tx.AddSection(s); err != nil {
+				return err
+			}
+			d.owners["section:"+s.Name] = OwnerDeployment
+		}
+		for _, t := range d.opts.Tools {
+			if _, err := tx.AddTool(prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}); err != nil {
+				return err
+			}
+			d.owners["tool:"+t.Name] = OwnerDeployment
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("deploy: register native sections and tools: %w", err)
+	}
+	return nil
+}
+
+// Registry is the registry the prompt is assembled from. Registering in
+// it directly is possible, and names registered there are not owned by
+// any plugin.
+func (d *Deployment) Registry() *prompt.Registry { return d.reg }
+
+// Bus is the event bus of every session of the deployment.
+func (d *Deployment) Bus() *events.Bus { return d.bus }
+
+// Host is the plugin host.
+func (d *Deployment) Host() *plugin.Host { return d.host }
+
+// Store is where sessions persist.
+func (d *Deployment) Store() *session.Store { return d.store }
+
+// Model is the deployment's default model.
+func (d *Deployment) Model() string { return d.opts.Model }
+
+// Owner names who registered a section, tool or variable ("section",
+// "tool" or "variable" and its name): OwnerHarness, OwnerDeployment or
+// "plugin NAME"; empty when unknown.
+func (d *Deployment) Owner(kind, name string) string { return d.owners[kind+":"+name] }
+
+// liveProvider returns the provider of sessions without a replay file.
+func (d *Deployment) liveProvider() (model.Provider, error) {
+	d.provMu.Lock()
+	defer d.provMu.Unlock()
+	if d.provider != nil {
+		return d.provider, nil
+	}
+	if d.opts.NewProvider == nil {
+		return nil, ErrNoProvider
+	}
+	p, err := d.opts.NewProvider()
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, fmt.Errorf("%w: NewProvider returned none", ErrNoProvider)
+	}
+	d.provider = p
+	return p, nil
+}
+
+// Close closes every open session, unloads the plugins and releases the
+// compilation cache if the deployment opened it. Closing twice does
+// nothing.
+func (d *Deployment) Close(ctx context.Context) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	open := make([]*Session, 0, len(d.sessions))
+	for s := range d.sessions {
+		open = append(open, s)
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, s := range open {
+		errs = append(errs, s.Close(ctx))
+	}
+	if d.offCompat != nil {
+		d.offCompat()
+	}
+	if d.host != nil {
+		errs = append(errs, d.host.Close(ctx))
+	}
+	if d.ownCache && d.cache != nil {
+		errs = append(errs, d.cache.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultSessionsDir is where sessions persist by default:
+// $XDG_DATA_HOME/dsh-wasm/sessions, or ~/.local/share/dsh-wasm/sessions.
+func DefaultSessionsDir() (string, error) {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "dsh-wasm", "sessions"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("deploy: no sessions dir: set sessions in the deployment or $XDG_DATA_HOME: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "dsh-wasm", "sessions"), nil
+}
+
+// Tool is a native Go tool.
+type Tool struct {
+	// Name, Description and Parameters (a JSON Schema object; empty for
+	// none) are what the model is told.
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+	// Run runs a call. args is the call's JSON object. A tool's own
+	// failure is a result with IsError; a returned error is turned into
+	// an error result too, naming the tool.
+	Run func(ctx context.Context, call ToolCall) (ToolResult, error)
+}
+
+// ToolCall is one call of a native tool.
+type ToolCall struct {
+	// Agent describes the calling agent (its id, session, model, cwd).
+	Agent prompt.AgentFacts
+	// Args is the call's arguments, a JSON object.
+	Args json.RawMessage
+}
+
+// ToolResult is what a native tool gives back to the model.
+type ToolResult struct {
+	Text    string
+	IsError bool
+}
+
+// runner runs native tools itself and every other tool in the plugin
+// host.
+type runner struct{ d *Deployment }
+
+func (r runner) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error) {
+	if t, ok := r.d.natives[name]; ok {
+		res, err := runNative(ctx, t, facts, args)
+		if err != nil {
+			return plugin.ToolResult{}, err
+		}
+		return plugin.ToolResult{Text: res.Text, IsError: res.IsError}, nil
+	}
+	return r.d.host.CallTool(ctx, facts, name, args)
+}
+
+func (r runner) EndAgent(ctx context.Context, agentID string) { r.d.host.EndAgent(ctx, agentID) }
+
+func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byte) (res ToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s panicked: %v", ErrNativeTool, t.Name, p)
+		}
+	}()
+	var f prompt.AgentFacts
+	if facts != nil {
+		f = *facts
+	}
+	res, err = t.Run(ctx, ToolCall{Agent: f, Args: slices.Clone(args)})
+	if err != nil {
+		return ToolResult{}, fmt.Errorf("%w: %s: %w", ErrNativeTool, t.Name, err)
+	}
+	return res, nil
+}

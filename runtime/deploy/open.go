@@ -1,0 +1,114 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+)
+
+// Open reads the deployment file at path and opens it (OpenConfig).
+func Open(ctx context.Context, path string, extra Options) (*Deployment, error) {
+	cfg, err := config.LoadDeployment(path)
+	if err != nil {
+		return nil, err
+	}
+	return OpenConfig(ctx, cfg, extra)
+}
+
+// OpenConfig opens a decoded deployment file. extra adds what only Go can
+// give: native tools and sections, a logger, a cache, a provider of the
+// embedder's own. Its Model, Persona, SessionsDir, Compaction and Limits,
+// when set, override the file's; its Plugins load after the file's.
+//
+// The live provider is the file's provider section, made at the first
+// session that needs it, so a missing key fails only that session, with
+// an error naming the environment variable.
+//
+// A builtin:facts entry without a config gets this host's facts
+// (platform and time zone), which a Wasm guest cannot learn itself.
+func OpenConfig(ctx context.Context, cfg *config.Deployment, extra Options) (*Deployment, error) {
+	opts, err := optionsFromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if extra.Model != "" {
+		opts.Model = extra.Model
+	}
+	if extra.Persona != "" {
+		opts.Persona = extra.Persona
+	}
+	if extra.Provider != nil || extra.NewProvider != nil {
+		opts.Provider, opts.NewProvider = extra.Provider, extra.NewProvider
+	}
+	if extra.SessionsDir != "" {
+		opts.SessionsDir = extra.SessionsDir
+	}
+	if extra.Compaction != nil {
+		opts.Compaction = extra.Compaction
+	}
+	if extra.Limits != (Limits{}) {
+		opts.Limits = extra.Limits
+	}
+	opts.Plugins = append(opts.Plugins, extra.Plugins...)
+	opts.Sections, opts.Tools = extra.Sections, extra.Tools
+	opts.MaxSteps, opts.Logger, opts.Builtins, opts.Cache = extra.MaxSteps, extra.Logger, extra.Builtins, extra.Cache
+	return New(ctx, opts)
+}
+
+func optionsFromConfig(cfg *config.Deployment) (Options, error) {
+	opts := Options{
+		Model:       cfg.Model,
+		Persona:     cfg.Persona,
+		SessionsDir: cfg.Sessions,
+		Limits:      Limits{AssemblyTimeout: cfg.Limits.AssemblyTimeout, PromptBytes: int64(cfg.Limits.PromptBytes)},
+	}
+	for _, p := range cfg.Plugins {
+		e := p.Entry
+		if name, ok := e.Builtin(); ok && name == "facts" && len(e.Config) == 0 {
+			hf := guests.HostFacts()
+			e.Config = map[string]any{"platform": hf.Platform}
+			if hf.Timezone != "" {
+				e.Config["timezone"] = hf.Timezone
+			}
+		}
+		spec, err := plugin.SpecFromEntry(p.Name, e)
+		if err != nil {
+			return Options{}, fmt.Errorf("%s:%d: plugin %s: %w", cfg.File, p.Line, p.Source, err)
+		}
+		opts.Plugins = append(opts.Plugins, spec)
+	}
+	if c := cfg.Compaction; c != nil {
+		opts.Compaction = &agent.CompactionOptions{ContextWindow: c.ContextWindow, TriggerRatio: c.TriggerRatio,
+			RetainTokens: c.RetainTokens, Instructions: c.Instructions}
+	}
+	pc := cfg.Provider
+	dc := deepseek.Config{
+		BaseURL:         pc.BaseURL,
+		APIKeyEnv:       pc.APIKeyEnv,
+		Model:           cfg.Model,
+		Thinking:        deepseek.ThinkingMode(pc.Thinking),
+		ReasoningEffort: pc.ReasoningEffort,
+		HeaderTimeout:   pc.HeaderTimeout,
+		IdleTimeout:     pc.IdleTimeout,
+	}
+	if pc.MaxRetries != nil {
+		dc.MaxRetries = *pc.MaxRetries
+		if dc.MaxRetries == 0 {
+			dc.MaxRetries = -1 // the file's 0 disables retries; Config's 0 is the default
+		}
+	}
+	opts.NewProvider = func() (model.Provider, error) {
+		p, err := deepseek.New(dc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: provider: %w", cfg.File, err)
+		}
+		return p, nil
+	}
+	return opts, nil
+}

@@ -1,0 +1,151 @@
+package plugin
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
+)
+
+// spillTarget is where a command's long streams are saved: a directory
+// inside a writable granted root, reached through an os.Root of that root
+// so that no symlink leads out of it.
+type spillTarget struct {
+	root string // the granted root's host path
+	rel  string // the directory, relative to root
+}
+
+// spillTargetFor checks the spill_dir of an exec request: absolute, clean,
+// inside a writable root of the call. It creates the directory.
+func spillTargetFor(dir string, mounts []fsjail.Mount) (*spillTarget, hostfns.Status, string) {
+	if dir == "" {
+		return nil, 0, ""
+	}
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("spill_dir %q: want a clean absolute path", dir)
+	}
+	var best *fsjail.Mount
+	for i, m := range mounts {
+		if m.ReadOnly {
+			continue
+		}
+		if dir == m.HostPath || strings.HasPrefix(dir, strings.TrimSuffix(m.HostPath, "/")+"/") {
+			if best == nil || len(m.HostPath) > len(best.HostPath) {
+				best = &mounts[i]
+			}
+		}
+	}
+	if best == nil {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q is not inside a writable granted fs root", dir)
+	}
+	rel, err := filepath.Rel(best.HostPath, dir)
+	if err != nil {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q: %v", dir, err)
+	}
+	r, err := os.OpenRoot(best.HostPath)
+	if err != nil {
+		return nil, hostfns.ErrInternal, fmt.Sprintf("spill_dir %q: %v", dir, err)
+	}
+	defer r.Close()
+	if err := r.MkdirAll(rel, 0o700); err != nil {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q: %v", dir, err)
+	}
+	return &spillTarget{root: best.HostPath, rel: rel}, 0, ""
+}
+
+// spillWriter is a tee of one stream. It keeps the first cap bytes in
+// memory and creates its file only when the stream outgrows the cap (when
+// the host's capped copy drops bytes); from then on every byte goes to the
+// file, up to hostfns.MaxSpillBytes. It never fails the command: a write
+// error stops the spill and is remembered.
+type spillWriter struct {
+	t      *spillTarget
+	name   string // file name, relative to t.rel
+	cap    int
+	mu     sync.Mutex
+	buf    []byte
+	saved  int64
+	path   string // host path once the file exists
+	full   bool   // stopped at MaxSpillBytes
+	failed error
+}
+
+func newSpillWriters(t *spillTarget, cap int) (out, errw *spillWriter) {
+	if t == nil {
+		return nil, nil
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	base := fmt.Sprintf("exec-%s-%s", time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]))
+	return &spillWriter{t: t, name: base + ".stdout", cap: cap}, &spillWriter{t: t, name: base + ".stderr", cap: cap}
+}
+
+func (w *spillWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	if w.failed != nil || w.full {
+		return n, nil
+	}
+	if w.path == "" && len(w.buf)+len(p) <= w.cap {
+		w.buf = append(w.buf, p...)
+		return n, nil
+	}
+	if err := w.save(p); err != nil {
+		w.failed = err
+	}
+	return n, nil
+}
+
+// save appends the buffered head, then p, to the file, opening it through
+// an os.Root of the granted root for each write: nothing stays open after
+// the command ends.
+func (w *spillWriter) save(p []byte) error {
+	r, err := os.OpenRoot(w.t.root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	flags := os.O_WRONLY | os.O_APPEND
+	if w.path == "" {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := r.OpenFile(filepath.Join(w.t.rel, w.name), flags, 0o600)
+	if err != nil {
+		return err
+	}
+	if w.path == "" {
+		w.path = filepath.Join(w.t.root, w.t.rel, w.name)
+		p = append(w.buf, p...)
+		w.buf = nil
+	}
+	if room := hostfns.MaxSpillBytes - w.saved; int64(len(p)) > room {
+		p, w.full = p[:room], true
+	}
+	n, err := f.Write(p)
+	w.saved += int64(n)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// result fills o's spill fields.
+func (w *spillWriter) result(o *hostfns.ExecOutput) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.path != "" {
+		o.SpillPath = w.path
+		o.SpillTruncated = w.full || w.failed != nil
+	}
+}

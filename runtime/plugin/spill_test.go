@@ -1,0 +1,93 @@
+package plugin
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+)
+
+// TestExecSpill: a stream longer than the output cap is saved whole under
+// spill_dir, which must lie in a writable granted root and cannot be led
+// out of it by a symlink.
+func TestExecSpill(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t)
+	g := &config.Grants{
+		FS:   []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}, {Path: ro, Mode: config.ModeRO}},
+		Exec: config.ExecGrant{Allowed: true, OutputBytes: 100},
+	}
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: g, Config: cfg(t, map[string]any{"tools": []string{"probe"}})}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(spillDir string) (hostfns.Status, string) {
+		req, _ := json.Marshal(hostfns.ExecRequest{Command: "seq 1 1000; echo short >&2", SpillDir: spillDir})
+		args, _ := json.Marshal([]map[string]string{{"fn": hostfns.FnExecRun, "req": string(req)}})
+		facts := &prompt.AgentFacts{ID: "a", Session: "s", Cwd: ws}
+		r, err := h.CallTool(bg, facts, "probe", args)
+		if err != nil || r.IsError {
+			t.Fatalf("probe: %+v, %v", r, err)
+		}
+		var out []probeOut
+		if err := json.Unmarshal([]byte(r.Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		return hostfns.Status(out[0].Status), out[0].Message
+	}
+	st, msg := run(filepath.Join(ws, "scratch", "deep"))
+	if st != 0 {
+		t.Fatalf("exec_run with spill_dir: %v %s", st, msg)
+	}
+	var res hostfns.ExecResult
+	if err := json.Unmarshal([]byte(msg), &res); err != nil {
+		t.Fatal(err)
+	}
+	var full strings.Builder
+	for i := 1; i <= 1000; i++ {
+		full.WriteString(strconv.Itoa(i) + "\n")
+	}
+	o := res.Stdout
+	if !o.Truncated || o.OmittedAt != 50 || len(o.Data) != 100 || o.SpillPath == "" || !strings.HasPrefix(o.SpillPath, filepath.Join(ws, "scratch", "deep")+"/") {
+		t.Fatalf("stdout %+v", o)
+	}
+	if b, err := os.ReadFile(o.SpillPath); err != nil || string(b) != full.String() {
+		t.Fatalf("spilled %d bytes (%v), want %d", len(b), err, full.Len())
+	}
+	if res.Stderr.SpillPath != "" || res.Stderr.Data != "short\n" {
+		t.Fatalf("a short stream spilled: %+v", res.Stderr)
+	}
+	for _, bad := range []struct{ dir, msg string }{
+		{ro, "not inside a writable granted fs root"},
+		{outside, "not inside a writable granted fs root"},
+		{"scratch", "clean absolute path"},
+		{ws + "/a/../b", "clean absolute path"},
+		{filepath.Join(ws, "escape", "x"), "spill_dir"},
+	} {
+		if st, msg := run(bad.dir); st == 0 || !strings.Contains(msg, bad.msg) {
+			t.Errorf("spill_dir %q: %v %q; want a refusal containing %q", bad.dir, st, msg, bad.msg)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("spill escaped through a symlink: %v", entries)
+	}
+}
