@@ -29,7 +29,9 @@ type bconfig struct {
 	agents  int // instances kept open to measure private memory
 	fleet   int // agents in the peak-RSS child (times 3 plugins)
 	fleetN  int // peak-RSS children
-	render  [3]int
+	render  [3]int // samples of the 1, 10 and 100 MB renders
+	// renderMB lists the render sizes, in MB (1, 10 and 100).
+	renderMB []int
 	// sessions is the loop row's concurrent sessions.
 	sessions int
 	log      io.Writer
@@ -37,12 +39,12 @@ type bconfig struct {
 
 func fullConfig() bconfig {
 	return bconfig{perCall: 2000, process: 10, agents: 100, fleet: 1000, fleetN: 3,
-		render: [3]int{200, 20, 10}, sessions: 200, log: os.Stderr}
+		render: [3]int{200, 20, 10}, renderMB: []int{1, 10, 100}, sessions: 200, log: os.Stderr}
 }
 
 func quickConfig() bconfig {
 	return bconfig{quick: true, perCall: 5, process: 1, agents: 3, fleet: 10, fleetN: 1,
-		render: [3]int{2, 1, 1}, sessions: 10, log: os.Stderr}
+		render: [3]int{2, 1, 1}, renderMB: []int{1, 10, 100}, sessions: 10, log: os.Stderr}
 }
 
 // row is one line of the table. A row with base set is compared with the

@@ -17,7 +17,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // keep it), each a run of text with a variable every 4 KiB.
 func renderRows(c bconfig) ([]*row, error) {
 	var rows []*row
-	for i, mb := range []int{1, 10, 100} {
+	for i, mb := range c.renderMB {
 		chunk := strings.Repeat("x", 4096-len("{{model}}")) + "{{model}}"
 		n := mb << 20 / len(chunk)
 		ours := strings.Repeat(chunk, n)
