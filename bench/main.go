@@ -24,11 +24,11 @@ import (
 // bconfig is how many samples each kind of row takes.
 type bconfig struct {
 	quick   bool
-	perCall int // per-call rows (tool calls, fs tools, 1 MB render)
-	process int // process-level rows (cold and warm start)
-	agents  int // instances kept open to measure private memory
-	fleet   int // agents in the peak-RSS child (times 3 plugins)
-	fleetN  int // peak-RSS children
+	perCall int    // per-call rows (tool calls, fs tools, 1 MB render)
+	process int    // process-level rows (cold and warm start)
+	agents  int    // instances kept open to measure private memory
+	fleet   int    // agents in the peak-RSS child (times 3 plugins)
+	fleetN  int    // peak-RSS children
 	render  [3]int // samples of the 1, 10 and 100 MB renders
 	// renderMB lists the render sizes, in MB (1, 10 and 100).
 	renderMB []int
