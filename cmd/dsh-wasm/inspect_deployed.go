@@ -35,7 +35,7 @@ type deployedLimits struct {
 }
 
 // inspectDeployed inspects plugin name of the deployment file.
-func inspectDeployed(ctx context.Context, g *globals, file, name string, logger *slog.Logger) (*deployedReport, error) {
+func inspectDeployed(ctx context.Context, g *globals, file, name string, logger *slog.Logger, render bool) (*deployedReport, error) {
 	dep, err := config.LoadDeployment(file)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func inspectDeployed(ctx context.Context, g *globals, file, name string, logger 
 			return nil, fmt.Errorf("%s:%d: %w", file, p.Line, err)
 		}
 		spec.Inspect = true // report refusals instead of failing on them
-		r, err := inspectPlugin(ctx, g, spec, logger, false)
+		r, err := inspectPlugin(ctx, g, spec, logger, render)
 		if err != nil {
 			return nil, err
 		}

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
@@ -116,7 +114,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 				if len(sets) > 0 {
 					return usagef("--set and --config FILE do not mix: the deployment file gives the plugin its config")
 				}
-				report, err := inspectDeployed(ctx, s.g, deployment, args[0], logger)
+				report, err := inspectDeployed(ctx, s.g, deployment, args[0], logger, render)
 				if err != nil {
 					return err
 				}
@@ -206,34 +204,25 @@ type inspectTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// inspectPlugin loads spec alone in a deployment of its own, as it would
-// load in any deployment (after the harness's sections and variables, so
-// a plugin claiming one of their names is refused), closed before
-// returning, compiling through the cache the global flags choose.
+// inspectPlugin loads spec in a host of its own (a one-plugin deployment:
+// cliHost), closed before returning, compiling through the cache the
+// global flags choose.
 func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
-	cache := g.openCache(logger)
-	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, Plugins: []plugin.Spec{spec},
-		SessionsDir: os.TempDir()}) // no session is made
+	h, closeHost, err := cliHost(ctx, g, logger)
 	if err != nil {
-		cache.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	defer func() {
-		bg := context.WithoutCancel(ctx)
-		if cerr := errors.Join(d.Close(bg), cache.Close(bg)); cerr != nil && err == nil {
-			err = fmt.Errorf("close the inspection: %w", cerr)
+		if cerr := closeHost(); cerr != nil && err == nil {
+			err = fmt.Errorf("close plugin host: %w", cerr)
 		}
 	}()
-	name := spec.Name
-	if name == "" {
-		name = plugin.NameFromSource(spec.Source)
-	}
-	p := d.Host().Plugin(name)
-	if p == nil {
-		return nil, fmt.Errorf("plugin %q did not stay loaded", name)
+	p, err := h.Load(ctx, spec)
+	if err != nil {
+		return nil, err
 	}
 	r := reportOf(p)
-	rr, err := renderPlugin(ctx, d.Host(), p)
+	rr, err := renderPlugin(ctx, h, p)
 	switch {
 	case errors.Is(err, plugin.ErrBadOutput):
 		return nil, err

@@ -8,9 +8,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/spf13/cobra"
 )
@@ -87,27 +86,18 @@ the call failed (no such tool, a trap, the compute budget); 2 usage.`,
 // sections and the built-in variables registered, as a deployment does;
 // close releases it and the cache.
 func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host, func() error, error) {
+	// A deployment with no plugins: the harness's sections and variables
+	// are registered first, as in any deployment, and the caller loads
+	// the one plugin it looks at. No session is made.
 	cache := g.openCache(logger)
-	reg := prompt.NewRegistry(logger)
-	h, err := plugin.New(plugin.Options{Registry: reg, Logger: logger, Builtins: guests.FS, Cache: cache})
+	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, SessionsDir: os.TempDir()})
 	if err != nil {
-		cache.Close(ctx)
-		return nil, nil, fmt.Errorf("start plugin host: %w", err)
-	}
-	// What a deployment registers before its plugins.
-	_, _, err = prompt.RegisterHarnessSections(reg, "")
-	if err == nil {
-		_, err = agent.RegisterBuiltinVariables(reg)
-	}
-	if err != nil {
-		bg := context.WithoutCancel(ctx)
-		h.Close(bg)
-		cache.Close(bg)
+		cache.Close(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
-	return h, func() error {
+	return d.Host(), func() error {
 		bg := context.WithoutCancel(ctx)
-		return errors.Join(h.Close(bg), cache.Close(bg))
+		return errors.Join(d.Close(bg), cache.Close(bg))
 	}, nil
 }
 

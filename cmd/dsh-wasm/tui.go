@@ -323,6 +323,25 @@ func (m *tui) event(e session.Event) tea.Cmd {
 			}
 		}
 		return tea.Println(m.renderCard(card, r))
+	case "todo/write": // tool-todo's list, as it accepted it
+		var list struct {
+			Todos []struct{ Content, Status string } `json:"todos"`
+		}
+		if json.Unmarshal(e.Data, &list) != nil || len(list.Todos) == 0 {
+			return nil
+		}
+		lines := []string{accentStyle.Render("plan")}
+		for _, td := range list.Todos {
+			switch td.Status {
+			case "completed":
+				lines = append(lines, okStyle.Render("  ✓ ")+dimStyle.Render(td.Content))
+			case "in_progress":
+				lines = append(lines, accentStyle.Render("  ▸ ")+td.Content)
+			default:
+				lines = append(lines, "  ○ "+td.Content)
+			}
+		}
+		return tea.Println(strings.Join(lines, "\n"))
 	case session.TypeTurnEnd:
 		t, err := session.As[session.TurnEnd](e)
 		if err != nil {

@@ -67,7 +67,9 @@ func TestInteractiveUIUnderTmux(t *testing.T) {
 	rec := writeReplay(t,
 		replay.Entry{Kind: replay.KindChunks, Chunks: scripted.Answer{
 			Reasoning: "I will run the command.", Text: "Running it now.",
-			Calls: []scripted.Call{{ID: "c1", Name: "bash", Arguments: `{"command":"echo TMUX_TOOL_OK","description":"Say ok"}`}},
+			Calls: []scripted.Call{
+				{ID: "c0", Name: "todo_write", Arguments: `{"todos":[{"content":"Check the tool","status":"in_progress"}]}`},
+				{ID: "c1", Name: "bash", Arguments: `{"command":"echo TMUX_TOOL_OK","description":"Say ok"}`}},
 			Usage: &model.Usage{InputTokens: 1200, OutputTokens: 40}}.Chunks()},
 		replay.Entry{Kind: replay.KindChunks, Chunks: scripted.Answer{Text: "First answer: **all good** from the tool.",
 			Usage: &model.Usage{InputTokens: 100, CacheReadTokens: 1200, OutputTokens: 12}}.Chunks()},
@@ -91,7 +93,7 @@ func TestInteractiveUIUnderTmux(t *testing.T) {
 	_, rest, _ := strings.Cut(banner, "session  ")
 	id := strings.Fields(rest)[0]
 	x.send("run the check", "Enter")
-	s := x.waitFor("first turn", "⏺ bash", "echo TMUX_TOOL_OK", "⎿", "First answer:", "all good", "tokens: 2500 in (1200 cached)")
+	s := x.waitFor("first turn", "⏺ bash", "echo TMUX_TOOL_OK", "⎿", "plan", "▸ Check the tool", "First answer:", "all good", "tokens: 2500 in (1200 cached)")
 	if !strings.Contains(s, "I will run the command.") || !strings.Contains(s, "Running it now.") {
 		t.Errorf("reasoning or text before the call is missing:\n%s", s)
 	}
@@ -123,11 +125,13 @@ func TestInteractiveUIUnderTmux(t *testing.T) {
 	}
 
 	// Resumed, the UI shows the conversation so far; Ctrl-C when idle quits.
-	x.session = "resumed"
+	// (A server of its own: the first one exits with its last session.)
+	x.session, x.socket = "resumed", x.socket+"-resumed"
+	t.Cleanup(func() { exec.Command(tm, "-L", x.socket, "kill-server").Run() })
 	cmd = fmt.Sprintf("XDG_DATA_HOME=%s %s run --config %s --replay %s --resume %s 2>/dev/null; echo $? > %s.2",
 		data, bin, config, rec, id, status)
 	x.run("new-session", "-d", "-s", x.session, "-x", "120", "-y", "50", cmd)
-	x.waitFor("resumed banner", "session  "+id, "resumed; the conversation so far:", "› run the check", "(1 tool call)", "Second answer after the cancel.")
+	x.waitFor("resumed banner", "session  "+id, "resumed; the conversation so far:", "› run the check", "(2 tool calls)", "Second answer after the cancel.")
 	x.send("C-c")
 	deadline = time.Now().Add(30 * time.Second)
 	for {
