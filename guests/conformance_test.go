@@ -17,16 +17,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// corpusSessions is the conformance corpus's sessions directory:
-// $DSH_CONFORMANCE_DIR when set (a worktree outside the usual layout),
-// else where testcorpus finds it.
-func corpusSessions(t *testing.T) string {
-	if d := os.Getenv("DSH_CONFORMANCE_DIR"); d != "" {
-		return filepath.Join(d, "sessions")
-	}
-	return testcorpus.Sessions(t)
-}
-
 // recordedPath matches the reference's absolute workspace paths in its
 // tool results; ours show the path the model used, which is relative.
 var recordedPath = regexp.MustCompile(`/tmp/acp-snap-cwd-[A-Za-z0-9]+/`)
@@ -39,7 +29,7 @@ var recordedPath = regexp.MustCompile(`/tmp/acp-snap-cwd-[A-Za-z0-9]+/`)
 // relative, the reference's "Error: " prefix dropped) starts ours, and
 // both are errors or neither.
 func TestConformanceToolScenarios(t *testing.T) {
-	dir := corpusSessions(t)
+	dir := testcorpus.Sessions(t)
 	for _, name := range []string{"tool-call-turn", "fs-read", "fs-write", "fs-edit", "fs-policy-reject", "fs-terminal-card"} {
 		t.Run(name, func(t *testing.T) { replayToolScenario(t, filepath.Join(dir, name)) })
 	}

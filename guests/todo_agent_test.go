@@ -65,14 +65,18 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	defer sess.Close()
 	var seen []string
-	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Registry: reg, Tools: h, Logger: discardLogger(),
+	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Registry: reg, Tools: h, Logger: discardLogger(), Model: "test-model",
 		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close(bg)
-	if _, err := a.Prompt(bg, "plan it"); err != nil {
+	res, err := a.Prompt(bg, "plan it")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.End.Kind != session.EndCompleted {
+		t.Fatalf("turn ended %+v", res.End)
 	}
 	var types []string
 	var todo session.Event
@@ -87,7 +91,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	want := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
 	if string(todo.Data) != want || todo.SurfaceOp != nil {
-		t.Fatalf("todo/write event %+v; want data %s off the surface", todo, want)
+		t.Fatalf("todo/write event %+v; want data %s off the surface; events %v; messages %+v", todo, want, types, sess.Messages())
 	}
 	i := indexOf(types, "todo/write")
 	if i < 1 || types[i-1] != session.TypeToolCall || types[i+1] != session.TypeToolResult {

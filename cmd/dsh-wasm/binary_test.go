@@ -19,7 +19,7 @@ var (
 
 // binary builds the dsh-wasm command once per test process, for tests
 // that run it as a child process (the ACP client, tmux, the README).
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "dsh-wasm-bin")

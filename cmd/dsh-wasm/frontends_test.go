@@ -135,7 +135,7 @@ func TestInspectDeployedPlugin(t *testing.T) {
 	}
 }
 
-func testkitPath(t *testing.T) string {
+func testkitPath(t testing.TB) string {
 	t.Helper()
 	p, err := guestbuild.Build("testdata/guests/testkit")
 	if err != nil {

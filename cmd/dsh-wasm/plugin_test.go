@@ -23,6 +23,9 @@ import (
 // TestMain points the default compilation cache at the tests' shared
 // cache, so that each module compiles once per machine, not once per run.
 func TestMain(m *testing.M) {
+	if os.Getenv(plainMCPEnv) == "1" { // the MCP benchmark's baseline server
+		os.Exit(servePlainMCP())
+	}
 	if os.Getenv(plugin.EnvCacheDir) == "" && os.Getenv(plugin.EnvCache) == "" {
 		dir, err := guestbuild.CacheDir()
 		if err != nil {

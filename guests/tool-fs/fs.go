@@ -177,11 +177,16 @@ func ioError(verb string, t target, err error) error {
 	return fmt.Errorf("cannot %s %q: %v", verb, t.shown, err)
 }
 
+// regular refuses anything but a regular file. WASI has no file type for
+// a FIFO ("unknown"), which Go's wasip1 port reports as a mode without
+// type bits, that is as a regular file: so the WASI type itself is
+// checked, or opening a FIFO would wait for a writer forever.
 func regular(verb string, t target, fi fs.FileInfo) error {
+	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case fi.IsDir():
 		return fmt.Errorf("cannot %s %q: it is a directory, not a file", verb, t.shown)
-	case !fi.Mode().IsRegular():
+	case !fi.Mode().IsRegular() || st == nil || st.Filetype != syscall.FILETYPE_REGULAR_FILE:
 		return fmt.Errorf("cannot %s %q: not a regular file", verb, t.shown)
 	}
 	return nil
@@ -207,6 +212,9 @@ func positiveInt(args *guest.Args, name string, def int) (int, error) {
 // through it and never holds the file whole.
 var chunk = make([]byte, 256<<10)
 
+// windowBuf holds the numbered lines of a read, reused between calls.
+var windowBuf []byte
+
 // binarySample is how much of a file's start read inspects for binary
 // content.
 const binarySample = 8 << 10
@@ -219,8 +227,7 @@ type window struct {
 	lastKept      int // number of the last line written
 	bytes         int // output bytes of the kept lines
 	capped        bool
-	out           *guest.Result
-	num           []byte
+	buf           []byte // the numbered lines, written to the result at the end
 	line          []byte // the current line's start, when it is in the window
 }
 
@@ -257,12 +264,23 @@ func (w *window) emit(text []byte) {
 		return
 	}
 	w.bytes += size
-	w.num = strconv.AppendInt(w.num[:0], int64(w.lines), 10)
-	w.num = append(w.num, ':', ' ')
-	w.out.Write(w.num)
-	w.out.Write(text) // checked for UTF-8 once, when the window is done
-	w.out.WriteString(suffix)
-	w.out.WriteString("\n")
+	// Appended straight to the window's buffer, the number's digits
+	// written by hand: in a Go Wasm guest each call costs more than the
+	// bytes it moves, and this runs once per line.
+	var digits [20]byte
+	d := len(digits)
+	for n := w.lines; ; n /= 10 {
+		d--
+		digits[d] = byte('0' + n%10)
+		if n < 10 {
+			break
+		}
+	}
+	b := append(w.buf, digits[d:]...)
+	b = append(b, ':', ' ')
+	b = append(b, text...) // checked for UTF-8 once, when the window is done
+	b = append(b, suffix...)
+	w.buf = append(b, '\n')
 	w.kept++
 	w.lastKept = w.lines
 }
@@ -292,6 +310,12 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	if err != nil {
 		return err
 	}
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(t.abs); err != nil {
+		return ioError("read", t, err)
+	} else if err := regular("read", t, fi); err != nil {
+		return err
+	}
 	f, err := os.Open(t.abs)
 	if err != nil {
 		return ioError("read", t, err)
@@ -311,7 +335,8 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	out.WriteString("<path>")
 	out.WriteString(t.shown)
 	out.WriteString("</path>\n<type>file</type>\n<content>\n")
-	w := &window{offset: offset, limit: limit, out: out, line: chunk[:0:0]}
+	w := &window{offset: offset, limit: limit, buf: windowBuf[:0], line: chunk[:0:0]}
+	defer func() { windowBuf = w.buf[:0] }()
 	partial := false // bytes seen since the last newline
 	first := true
 	for {
@@ -386,6 +411,7 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	if !w.capped && offset > total && !(total == 0 && offset == 1) {
 		return fmt.Errorf("offset %d is out of range for %q (%d lines)", offset, t.shown, total)
 	}
+	out.Write(w.buf)
 	end := w.lastKept
 	if w.kept == 0 {
 		end = offset - 1
@@ -599,6 +625,12 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	}
 	if !ok {
 		return checkSeen("edit", t, prev, ok, version{})
+	}
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(t.abs); err != nil {
+		return ioError("edit", t, err)
+	} else if err := regular("edit", t, fi); err != nil {
+		return err
 	}
 	f, err := os.Open(t.abs)
 	if err != nil {

@@ -352,7 +352,7 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed.Load() {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
+		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
 	x := in.ext
 	g := in.guard

@@ -300,6 +300,10 @@ func (in *instance) closeLocked(ctx context.Context) {
 	}
 }
 
+// errInstanceClosed: the instance was discarded (a trap, a cancelled
+// call) while this call waited for it; CallTool retries on a fresh one.
+var errInstanceClosed = errors.New("instance closed")
+
 // invoke calls export with the input frame made of parts joined by NUL,
 // under a compute budget of timeout. A guest failure (trap, budget, bad
 // output) discards the instance and is returned as a *CallError; the
@@ -315,7 +319,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed.Load() {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("instance closed")}
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
 	// A call whose context has already ended never enters the guest: the
 	// guest checks its kill flag only every FuelPerCheck units, so a short

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -28,17 +29,34 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 		return ToolResult{}, fmt.Errorf("%w: %q", ErrNoTool, name)
 	}
 	ctx = WithAgent(ctx, facts)
-	in, err := p.instanceFor(ctx, facts)
-	if err != nil {
-		return ToolResult{}, err
+	var st hostfns.OutStatus
+	var out []byte
+	// A call that queued behind one whose failure discarded the instance
+	// never entered the guest: it runs once more, on a fresh instance.
+	retry := func(attempt int, err error) bool {
+		return errors.Is(err, errInstanceClosed) && attempt == 0 && ctx.Err() == nil
 	}
-	if p.isExtism() {
-		return p.callExtismTool(ctx, in, facts, name, args)
-	}
-	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
-		[]byte(name), in.contextJSON(facts), args)
-	if err != nil {
-		return ToolResult{}, err
+	for attempt := 0; ; attempt++ {
+		in, err := p.instanceFor(ctx, facts)
+		if err != nil {
+			return ToolResult{}, err
+		}
+		if p.isExtism() {
+			res, err := p.callExtismTool(ctx, in, facts, name, args)
+			if retry(attempt, err) {
+				continue
+			}
+			return res, err
+		}
+		st, out, err = in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
+			[]byte(name), in.contextJSON(facts), args)
+		if retry(attempt, err) {
+			continue
+		}
+		if err != nil {
+			return ToolResult{}, err
+		}
+		break
 	}
 	switch st {
 	case hostfns.OutOK, hostfns.OutError:

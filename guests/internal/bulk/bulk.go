@@ -38,6 +38,18 @@ func Count(b []byte, c byte) int {
 	if len(b) >= 32 {
 		pat := lo * uint64(c)
 		base := unsafe.Pointer(unsafe.SliceData(b))
+		for ; i+64 <= len(b); i += 64 {
+			p := unsafe.Add(base, i)
+			m0 := zeros(load(p) ^ pat)
+			m1 := zeros(load(unsafe.Add(p, 8)) ^ pat)
+			m2 := zeros(load(unsafe.Add(p, 16)) ^ pat)
+			m3 := zeros(load(unsafe.Add(p, 24)) ^ pat)
+			m4 := zeros(load(unsafe.Add(p, 32)) ^ pat)
+			m5 := zeros(load(unsafe.Add(p, 40)) ^ pat)
+			m6 := zeros(load(unsafe.Add(p, 48)) ^ pat)
+			m7 := zeros(load(unsafe.Add(p, 56)) ^ pat)
+			n += bits.OnesCount64(m0 | m1>>1 | m2>>2 | m3>>3 | m4>>4 | m5>>5 | m6>>6 | m7>>7)
+		}
 		for ; i+32 <= len(b); i += 32 {
 			p := unsafe.Add(base, i)
 			m0 := zeros(load(p) ^ pat)
@@ -128,8 +140,24 @@ func Nth(b []byte, c byte, n int) (index, count int) {
 	if len(b) >= 8 {
 		pat := lo * uint64(c)
 		base := unsafe.Pointer(unsafe.SliceData(b))
-		// Whole 32-byte blocks that end before the n-th are counted in one
+		// Whole 64-byte blocks that end before the n-th are counted in one
 		// step; the block that holds it is searched a word at a time.
+		for ; i+64 <= len(b); i += 64 {
+			p := unsafe.Add(base, i)
+			m0 := zeros(load(p) ^ pat)
+			m1 := zeros(load(unsafe.Add(p, 8)) ^ pat)
+			m2 := zeros(load(unsafe.Add(p, 16)) ^ pat)
+			m3 := zeros(load(unsafe.Add(p, 24)) ^ pat)
+			m4 := zeros(load(unsafe.Add(p, 32)) ^ pat)
+			m5 := zeros(load(unsafe.Add(p, 40)) ^ pat)
+			m6 := zeros(load(unsafe.Add(p, 48)) ^ pat)
+			m7 := zeros(load(unsafe.Add(p, 56)) ^ pat)
+			k := bits.OnesCount64(m0 | m1>>1 | m2>>2 | m3>>3 | m4>>4 | m5>>5 | m6>>6 | m7>>7)
+			if count+k >= n {
+				break
+			}
+			count += k
+		}
 		for ; i+32 <= len(b); i += 32 {
 			p := unsafe.Add(base, i)
 			m0 := zeros(load(p) ^ pat)
