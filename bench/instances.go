@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,6 +127,9 @@ func instanceRows(c bconfig) ([]*row, error) {
 			tr := &row{group: group, name: "new agent + first call + end, " + name, unit: "time", base: "call in an existing agent's instance", samples: durs(d), cpu: float64(cpu)}
 			// Private memory of idle instances: c.agents kept open.
 			mr := &row{group: group, name: "private memory per idle instance, " + name, unit: "bytes"}
+			if !noImage {
+				mr.base = "private memory per idle instance, no image (initialiser per instance)"
+			}
 			if before, ok := privateBytes(); ok {
 				for j := 0; j < c.agents; j++ {
 					if err := call("idle-" + strconv.Itoa(j)); err != nil {
@@ -146,51 +150,49 @@ func instanceRows(c bconfig) ([]*row, error) {
 	}
 	// The fleet: N agents × 3 Go-guest plugins in a child process, whose
 	// peak RSS (VmHWM) is measured against the same child with no agents.
-	group := fmt.Sprintf("%d agents × 3 Go-guest plugins, peak RSS of a child", c.fleet)
-	base := &row{group: group, name: "plugins loaded, no agents", unit: "bytes"}
-	rows = append(rows, base)
-	for _, v := range []struct {
-		name    string
-		agents  int
-		snap    bool
-		samples int
-	}{{base.name, 0, true, c.fleetN}, {"from image", c.fleet, true, c.fleetN}} {
-		r := base
-		if v.agents > 0 {
-			r = &row{group: group, name: v.name, unit: "bytes", base: base.name}
-			rows = append(rows, r)
-		}
-		for range v.samples {
-			hwm, err := fleetChild(v.agents, v.snap)
+	// Only from images: without them 1,000 × 3 Go instances need about
+	// 15 GiB, more than the machines this runs on should give a bench.
+	group := fmt.Sprintf("%d agents × 3 Go-guest plugins (from image), memory of a child", c.fleet)
+	base := &row{group: group, name: "peak RSS (VmHWM), plugins loaded, no agents", unit: "bytes"}
+	full := &row{group: group, name: "peak RSS (VmHWM)", unit: "bytes", base: base.name}
+	basePss := &row{group: group, name: "PSS at the end, plugins loaded, no agents", unit: "bytes"}
+	fullPss := &row{group: group, name: "PSS at the end", unit: "bytes", base: basePss.name}
+	rows = append(rows, base, full, basePss, fullPss)
+	for range c.fleetN {
+		for _, v := range []struct {
+			agents   int
+			hwm, pss *row
+		}{{0, base, basePss}, {c.fleet, full, fullPss}} {
+			hwm, pss, err := fleetChild(v.agents, true)
 			if err != nil {
 				return nil, err
 			}
-			r.samples = append(r.samples, hwm)
+			v.hwm.samples = append(v.hwm.samples, hwm)
+			v.pss.samples = append(v.pss.samples, pss)
 		}
 	}
 	return rows, nil
 }
 
-func fleetChild(agents int, snapshot bool) (float64, error) {
+func fleetChild(agents int, snapshot bool) (hwm, pss float64, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	cmd := exec.Command(self)
 	if _, err := cache(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=fleet:%d:%v", childEnv, agents, snapshot), plugin.EnvCacheDir+"="+benchCacheDir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("fleet child: %w", err)
+		return 0, 0, fmt.Errorf("fleet child: %w", err)
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
-	if err != nil {
-		return 0, fmt.Errorf("fleet child printed %q", out)
+	if _, err := fmt.Sscan(string(out), &hwm, &pss); err != nil {
+		return 0, 0, fmt.Errorf("fleet child printed %q: %w", out, err)
 	}
-	return v, nil
+	return hwm, pss, nil
 }
 
 // runFleet loads testkit as 3 plugins, each on its own host (testkit's
@@ -240,13 +242,19 @@ func runFleet(arg string) int {
 			}
 		}
 	}
-	runtime.GC()
 	hwm, err := statusKB("VmHWM:")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		return 1
 	}
-	fmt.Println(hwm << 10)
+	// RSS counts a shared image page once per instance mapping it; PSS
+	// counts it once, which is what the machine pays.
+	pss, ok := smapsRollup("Pss:")
+	if !ok {
+		fmt.Fprintln(os.Stderr, "fleet: no /proc/self/smaps_rollup")
+		return 1
+	}
+	fmt.Println(hwm<<10, pss)
 	return 0
 }
 
@@ -264,9 +272,15 @@ func statusKB(key string) (int64, error) {
 }
 
 // privateBytes is Private_Clean + Private_Dirty of
-// /proc/self/smaps_rollup, after a GC.
+// /proc/self/smaps_rollup, after a GC that returns freed heap to the
+// kernel (so the Go heap's noise stays out of a per-instance figure).
 func privateBytes() (int64, bool) {
-	runtime.GC()
+	return smapsRollup("Private_Clean:", "Private_Dirty:")
+}
+
+// smapsRollup sums the given fields of /proc/self/smaps_rollup.
+func smapsRollup(keys ...string) (int64, bool) {
+	debug.FreeOSMemory()
 	data, err := os.ReadFile("/proc/self/smaps_rollup")
 	if err != nil {
 		return 0, false
@@ -274,7 +288,7 @@ func privateBytes() (int64, bool) {
 	var total int64
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 3 && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") {
+		if len(f) == 3 && slices.Contains(keys, f[0]) {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
 				return 0, false

@@ -196,10 +196,3 @@ func loopRows(c bconfig) ([]*row, error) {
 	leak := &row{group: group, name: "goroutines and instances left afterwards", unit: "count", samples: []float64{0}}
 	return []*row{turns, over, rate, leak}, nil
 }
-
-// mcpServeRows compares `dsh-wasm mcp` with a plain go-sdk server once
-// that command exists.
-func mcpServeRows(c bconfig) ([]*row, error) {
-	return []*row{{group: "dsh-wasm mcp tools/call, 1 KiB echo", name: "dsh-wasm mcp vs plain go-sdk server",
-		na: "n/a: dsh-wasm mcp is not on main yet"}}, nil
-}

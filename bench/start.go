@@ -29,11 +29,9 @@ func startRows(c bconfig) ([]*row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "dsh-wasm")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/dsh-wasm")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("build dsh-wasm: %w", err)
+	bin, err := dshBinary()
+	if err != nil {
+		return nil, err
 	}
 	work := filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -149,4 +147,27 @@ func nativePrompt(arg string) int {
 	}
 	fmt.Print(p.System)
 	return 0
+}
+
+var dshBin string
+
+// dshBinary builds cmd/dsh-wasm once per run, into a temporary directory
+// the process leaves behind in $TMPDIR (it is small and reused by the
+// rows that start it).
+func dshBinary() (string, error) {
+	if dshBin != "" {
+		return dshBin, nil
+	}
+	dir, err := os.MkdirTemp("", "dsh-bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "dsh-wasm")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/dsh-wasm")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build dsh-wasm: %w", err)
+	}
+	dshBin = bin
+	return bin, nil
 }

@@ -387,39 +387,19 @@ func serveMCPEcho() int {
 // mcpStdioCaller calls the echo of a child process serving MCP on stdio
 // with the official go-sdk: what a user picks to give an agent a tool.
 func mcpStdioCaller() (*caller, error) {
-	k := &caller{name: "MCP go-sdk stdio server, native echo", escapes: true}
+	name := "MCP go-sdk stdio server, native echo"
 	self, err := os.Executable()
 	if err != nil {
-		return k, err
+		return &caller{name: name}, err
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), childEnv+"=mcp-echo")
 	cmd.Stderr = io.Discard
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	k, err := connectMCP(cmd, "echo")
 	if err != nil {
-		return k, err
+		return &caller{name: name}, err
 	}
-	k.close = func() { cs.Close() }
-	k.call = func(args []byte, want string) error {
-		var a map[string]any
-		if err := json.Unmarshal(args, &a); err != nil {
-			return err
-		}
-		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: a})
-		if err != nil {
-			return err
-		}
-		if r.IsError || len(r.Content) != 1 {
-			return fmt.Errorf("echo answered %+v", r)
-		}
-		if t, ok := r.Content[0].(*mcp.TextContent); !ok || t.Text != want {
-			return fmt.Errorf("echo answered other text")
-		}
-		return nil
-	}
+	k.name, k.escapes = name, true
 	return k, nil
 }
 
