@@ -168,6 +168,8 @@ const (
 	FnExecKill           = "exec_kill"
 	FnHTTPRequest        = "http_request"
 	FnSessionEventAppend = "session_event_append"
+	FnSubagentProviders  = "subagent_providers"
+	FnSubagentRun        = "subagent_run"
 )
 
 // Func describes one host function.
@@ -215,6 +217,8 @@ var Funcs = []Func{
 	{Name: FnExecKill, Request: TaskRequest{}, Response: ExecStatus{}, Doc: "Kill a background command and everything it started."},
 	{Name: FnHTTPRequest, Request: HTTPRequest{}, Response: HTTPResponse{}, Doc: "Make an HTTP(S) request to a granted host (grants.net); every redirect hop is checked."},
 	{Name: FnSessionEventAppend, Request: SessionEventRequest{}, Doc: "Record an event of a granted type (grants.session_events) in the calling agent's session."},
+	{Name: FnSubagentProviders, Response: SubagentProviders{}, Doc: "List the deployment's subagent providers with their facts."},
+	{Name: FnSubagentRun, Request: SubagentRunRequest{}, Response: SubagentRunResponse{}, Doc: "Run a child agent on a granted provider (grants.subagents) from a tool call and wait for its end."},
 }
 
 // LogRequest is the request of log. Level is debug, info, warn or error.
@@ -401,6 +405,40 @@ type HTTPResponse struct {
 type SessionEventRequest struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+}
+
+// SubagentProvider is one provider in the response of subagent_providers.
+// InheritsParentContext says whether its children see the parent's
+// completed turns (a fork) or start fresh (a spawn).
+type SubagentProvider struct {
+	Name                  string `json:"name"`
+	InheritsParentContext bool   `json:"inheritsParentContext"`
+	OutputSchema          bool   `json:"outputSchema,omitempty"`
+	ToolFilter            bool   `json:"toolFilter,omitempty"`
+	MaxDepth              int    `json:"maxDepth,omitempty"`
+}
+
+// SubagentProviders is the response of subagent_providers, and the payload
+// of the subagent/provider-added and subagent/provider-removed events a
+// plugin receives (with one provider).
+type SubagentProviders struct {
+	Providers []SubagentProvider `json:"providers"`
+}
+
+// SubagentRunRequest is the request of subagent_run: the child's task in
+// the words the model gave it.
+type SubagentRunRequest struct {
+	Provider    string `json:"provider"`
+	Description string `json:"description"`
+	Prompt      string `json:"prompt"`
+}
+
+// SubagentRunResponse is how the child ended: StopReason is "completed"
+// when it finished its turn, and Text is its last assistant message.
+type SubagentRunResponse struct {
+	StopReason   string `json:"stop_reason"`
+	Text         string `json:"text"`
+	ChildSession string `json:"child_session,omitempty"`
 }
 
 // CallContext is the context JSON passed to dsh_section, dsh_variable,

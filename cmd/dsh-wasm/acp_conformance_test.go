@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 // acpItem is one thing an ACP client saw: a session/update, or the
@@ -120,8 +123,8 @@ func goldenItems(t *testing.T, path string) []acpItem {
 	return items
 }
 
-// TestACPConformance runs every conformance scenario but the subagent
-// ones through `dsh-wasm acp --replay`, driven by the official ACP client
+// TestACPConformance runs every conformance scenario through
+// `dsh-wasm acp --replay`, driven by the official ACP client
 // library from npm, and checks what the client saw as the corpus README
 // says: the same tool calls in order with the same kind and final status,
 // the same message text per prompt, and the same stop reason or error.
@@ -147,8 +150,8 @@ func TestACPConformance(t *testing.T) {
 	ran := 0
 	for _, e := range entries {
 		name := e.Name()
-		if !e.IsDir() || strings.HasPrefix(name, "subagent-") {
-			continue // the subagents issue owns subagent-spawn and subagent-fork
+		if !e.IsDir() {
+			continue
 		}
 		ran++
 		t.Run(name, func(t *testing.T) {
@@ -159,7 +162,8 @@ func TestACPConformance(t *testing.T) {
 			}
 			cmd := exec.Command(node, filepath.Join(driver, "driver.mjs"), filepath.Join(dir, "input.json"), cwd, "--",
 				bin, "acp", "--config", config, "--replay", filepath.Join(dir, "session.jsonl"))
-			cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir())
+			data := t.TempDir()
+			cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+data)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -210,6 +214,7 @@ func TestACPConformance(t *testing.T) {
 					t.Errorf("%s after the run = %q (%v), want %q", file, b, err, content)
 				}
 			}
+			checkChildSessions(t, dir, filepath.Join(data, "dsh-wasm", "sessions"))
 			want := summarize(goldenItems(t, filepath.Join(dir, "stdout.golden.jsonl")))
 			have := summarize(got)
 			if len(have) != len(want) {
@@ -225,4 +230,69 @@ func TestACPConformance(t *testing.T) {
 	if ran == 0 {
 		t.Fatal("no scenarios found")
 	}
+}
+
+// checkChildSessions compares the sessions a run left under root with the
+// scenario's recording: one child per recorded session.N.jsonl, each
+// naming its parent, and a fork's seeded with as many events as the
+// recorded fork's.
+func checkChildSessions(t *testing.T, scenario, root string) {
+	t.Helper()
+	recorded, err := filepath.Glob(filepath.Join(scenario, "session.*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil && !(len(recorded) == 0 && errors.Is(err, fs.ErrNotExist)) {
+		t.Fatal(err)
+	}
+	var parents, kids []*session.Log
+	for _, f := range files {
+		l, err := session.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Header.ParentSession == "" {
+			parents = append(parents, l)
+		} else {
+			kids = append(kids, l)
+		}
+	}
+	if len(kids) != len(recorded) {
+		t.Fatalf("the run left %d child sessions, the recording has %d", len(kids), len(recorded))
+	}
+	for i, rec := range recorded {
+		want, err := session.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := kids[i]
+		if len(parents) != 1 || k.Header.ParentSession != parents[0].Header.ID {
+			t.Errorf("child %s names parent %q; the run's top sessions: %d", k.Header.ID, k.Header.ParentSession, len(parents))
+		}
+		if k.Header.SeedLength != want.Header.SeedLength {
+			t.Errorf("child seedLength %d, recorded %d", k.Header.SeedLength, want.Header.SeedLength)
+		}
+		if got, exp := lastEnd(k), lastEnd(want); got != exp || got != session.EndCompleted {
+			t.Errorf("child turn ended %q, recorded %q", got, exp)
+		}
+	}
+}
+
+func lastEnd(l *session.Log) string {
+	for i := len(l.Events) - 1; i >= 0; i-- {
+		if l.Events[i].Type == session.TypeTurnEnd {
+			te, err := session.As[session.TurnEnd](l.Events[i])
+			if err == nil {
+				return te.Reason.Kind
+			}
+		}
+	}
+	return ""
 }

@@ -143,7 +143,7 @@ func TestHeadlessRunAgainstLocalDeepSeek(t *testing.T) {
 		for _, tl := range r.Tools {
 			names = append(names, tl.Function.Name)
 		}
-		if got := strings.Join(names, ","); got != "read,write,edit,bash,bash_output,bash_kill,todo_write,web_fetch" {
+		if got := strings.Join(names, ","); got != "read,write,edit,bash,bash_output,bash_kill,todo_write,web_fetch,subagent,subagent_fork" {
 			t.Errorf("request %d: tools %s", i+1, got)
 		}
 	}

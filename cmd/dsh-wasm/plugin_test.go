@@ -228,7 +228,7 @@ func TestInspectRefused(t *testing.T) {
 	}{
 		{"missing file", []string{filepath.Join(dir, "absent.wasm")}, "no such file"},
 		{"not wasm", []string{notWasm}, "unsupported plugin ABI"},
-		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts, tool-bash, tool-fs, tool-todo, tool-web)`},
+		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts, subagent, tool-bash, tool-fs, tool-todo, tool-web)`},
 		{"init fails", []string{kit, "--set", "init_fail=refused\non purpose"}, `refused\non purpose`},
 		{"init traps", []string{kit, "--set", "init_trap=true"}, "plugin trapped"},
 		{"bad config for facts", []string{"builtin:facts", "--set", "timezone=Local"}, `timezone "Local"`},

@@ -185,6 +185,16 @@ func (p *Plugin) Need(c hostfns.Capabilities) error {
 	return err
 }
 
+// RegisterTool registers a tool after dsh_init, from the load-time
+// instance while it handles an event that belongs to no agent (a plugin
+// that offers a tool only while something it needs exists). In dsh_init
+// use Plugin.Tool.
+func RegisterTool(t Tool, fn ToolFunc) error {
+	tools[t.Name] = toolHandler{plain: fn}
+	_, err := Call(hostfns.FnToolRegister, hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	return err
+}
+
 // Unregister removes one of this plugin's registrations: kind is
 // "section", "variable" or "tool". Allowed only in the load-time instance.
 func Unregister(kind, name string) error {
@@ -316,6 +326,33 @@ func AppendSessionEvent(typ string, data any) error {
 	}
 	_, err = Call(hostfns.FnSessionEventAppend, hostfns.SessionEventRequest{Type: typ, Data: b})
 	return err
+}
+
+// SubagentProviders lists the deployment's subagent providers.
+func SubagentProviders() ([]hostfns.SubagentProvider, error) {
+	b, err := Call(hostfns.FnSubagentProviders, []byte("{}"))
+	if err != nil {
+		return nil, err
+	}
+	var r hostfns.SubagentProviders
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("subagent_providers: decode: %w", err)
+	}
+	return r.Providers, nil
+}
+
+// RunSubagent runs a child agent on provider (granted under
+// grants.subagents) and waits for it. Only a tool call may run one.
+func RunSubagent(provider, description, prompt string) (hostfns.SubagentRunResponse, error) {
+	var r hostfns.SubagentRunResponse
+	b, err := Call(hostfns.FnSubagentRun, hostfns.SubagentRunRequest{Provider: provider, Description: description, Prompt: prompt})
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("subagent_run: decode: %w", err)
+	}
+	return r, nil
 }
 
 // Call calls host function fn with req marshalled as JSON (a []byte or

@@ -71,6 +71,12 @@ func hostHTTPRequest(inPtr, inLen, outPtr, outCap uint32) uint64
 //go:wasmimport dsh:host/v1 session_event_append
 func hostSessionEventAppend(inPtr, inLen, outPtr, outCap uint32) uint64
 
+//go:wasmimport dsh:host/v1 subagent_providers
+func hostSubagentProviders(inPtr, inLen, outPtr, outCap uint32) uint64
+
+//go:wasmimport dsh:host/v1 subagent_run
+func hostSubagentRun(inPtr, inLen, outPtr, outCap uint32) uint64
+
 var importByName = map[string]func(inPtr, inLen, outPtr, outCap uint32) uint64{
 	hostfns.FnLog:                hostLog,
 	hostfns.FnSectionRegister:    hostSectionRegister,
@@ -91,6 +97,8 @@ var importByName = map[string]func(inPtr, inLen, outPtr, outCap uint32) uint64{
 	hostfns.FnExecKill:           hostExecKill,
 	hostfns.FnHTTPRequest:        hostHTTPRequest,
 	hostfns.FnSessionEventAppend: hostSessionEventAppend,
+	hostfns.FnSubagentProviders:  hostSubagentProviders,
+	hostfns.FnSubagentRun:        hostSubagentRun,
 }
 
 // outScratch receives host-function results that fit; larger ones are

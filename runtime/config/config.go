@@ -134,6 +134,11 @@ type Grants struct {
 	// plugin may join; a waterfall handler may rewrite what passes
 	// through it. Plain listening needs no grant.
 	Events []string `yaml:"events,omitempty"`
+	// Subagents are the subagent providers (such as "spawn" and "fork")
+	// the plugin may start children on with subagent_run, from a tool
+	// call. A child has its own tools and grants: this grant reaches,
+	// indirectly, everything a child can do.
+	Subagents []string `yaml:"subagents,omitempty"`
 }
 
 // FSMode is the access an fs grant gives.

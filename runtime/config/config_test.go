@@ -172,7 +172,7 @@ func TestLoadErrors(t *testing.T) {
 		{"config duplicate", "source: x\nconfig:\n  a: 1\n  a: 2\n", "plugins.yaml:4: config.a: duplicate key (first defined at line 3)"},
 		{"config recursive alias", "source: x\nconfig: &a\n  self: *a\n", "config.self"},
 		{"grants scalar", "source: x\ngrants: all\n", `plugins.yaml:2: grants: want a mapping, got str "all"`},
-		{"grants unknown", "source: x\ngrants:\n  disk: []\n", "plugins.yaml:3: grants.disk: unknown field (known: env, events, exec, fs, limits, net, prompt, session_events)"},
+		{"grants unknown", "source: x\ngrants:\n  disk: []\n", "plugins.yaml:3: grants.disk: unknown field (known: env, events, exec, fs, limits, net, prompt, session_events, subagents)"},
 		{"fs not list", "source: x\ngrants:\n  fs: /data\n", `plugins.yaml:3: grants.fs: want a list, got str "/data"`},
 		{"fs item scalar", "source: x\ngrants:\n  fs:\n    - /data\n", `plugins.yaml:4: grants.fs[0]: want a mapping like {path: /data, mode: ro}, got str "/data"`},
 		{"fs relative", "source: x\ngrants:\n  fs:\n    - {path: /ok}\n    - path: data\n", `plugins.yaml:5: grants.fs[1].path: relative path "data" refused: use an absolute path or the word workspace`},

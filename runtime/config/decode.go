@@ -492,8 +492,9 @@ func (d *decoder) grants(n *yaml.Node, field string) Grants {
 		"session_events": func(v *yaml.Node, f string) {
 			g.SessionEvents = d.strings(v, f, CheckSessionEventType)
 		},
-		"prompt": func(v *yaml.Node, f string) { g.Prompt = d.promptGrant(v, f) },
-		"events": func(v *yaml.Node, f string) { g.Events = d.strings(v, f, checkEventGrant) },
+		"prompt":    func(v *yaml.Node, f string) { g.Prompt = d.promptGrant(v, f) },
+		"events":    func(v *yaml.Node, f string) { g.Events = d.strings(v, f, checkEventGrant) },
+		"subagents": func(v *yaml.Node, f string) { g.Subagents = d.strings(v, f, CheckSubagentProvider) },
 	})
 	if g.Exec.Timeout != 0 && g.Exec.MaxTimeout != 0 && g.Exec.Timeout > g.Exec.MaxTimeout {
 		d.fail(n, join(field, "exec.timeout"), "%v exceeds max_timeout %v", g.Exec.Timeout, g.Exec.MaxTimeout)

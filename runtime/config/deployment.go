@@ -65,6 +65,8 @@ type Deployment struct {
 	Sessions string `json:"sessions,omitempty"`
 	// Limits are deployment-wide bounds.
 	Limits DeploymentLimits `json:"limits"`
+	// Subagents configures the subagent providers.
+	Subagents Subagents `json:"subagents,omitzero"`
 }
 
 // Provider configures the OpenAI-compatible streaming provider.
@@ -225,7 +227,8 @@ func (d *decoder) deployment(node *yaml.Node, dir string) *Deployment {
 				dep.Sessions = p
 			}
 		},
-		"limits": func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
+		"limits":    func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
+		"subagents": func(v *yaml.Node, f string) { dep.Subagents = d.subagents(v, f) },
 	})
 	if n.Kind == yaml.MappingNode && !haveModel {
 		d.fail(n, "model", "missing (the model every agent runs, e.g. deepseek-v4-flash)")

@@ -130,6 +130,11 @@ func (e Entry) Validate() error {
 			bad(fmt.Sprintf("grants.events[%d]", i), msg)
 		}
 	}
+	for i, v := range g.Subagents {
+		if msg := CheckSubagentProvider(v); msg != "" {
+			bad(fmt.Sprintf("grants.subagents[%d]", i), msg)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // Errors returned by this package, wrapped with detail; test with
@@ -76,6 +77,13 @@ type Options struct {
 	Compaction *agent.CompactionOptions
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
 	MaxSteps int
+	// SubagentDepth is the deepest a child agent of the built-in spawn
+	// and fork providers may be (a top-level agent is 0); 0 means
+	// subagent.DefaultMaxDepth.
+	SubagentDepth int
+	// ACPProviders are external ACP agents registered as subagent
+	// providers after spawn and fork.
+	ACPProviders []ACPProviderOptions
 	// Limits are the deployment-wide bounds.
 	Limits Limits
 
@@ -123,7 +131,10 @@ type Deployment struct {
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
+	byID     map[string]*Session
 	closed   bool
+
+	subs *subagent.Registry
 }
 
 // Owners of registrations, as Explain reports them.
@@ -176,8 +187,10 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		natives:  natives,
 		owners:   map[string]string{},
 		sessions: map[*Session]struct{}{},
+		byID:     map[string]*Session{},
 		provider: opts.Provider,
 	}
+	d.subs = subagent.NewRegistry(d.bus)
 	d.cache = opts.Cache
 	if d.cache == nil {
 		d.ownCache = true
@@ -199,7 +212,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		builtins = guests.FS
 	}
 	d.host, err = plugin.New(plugin.Options{Registry: d.reg, Bus: d.bus, Logger: logger,
-		Builtins: builtins, Cache: d.cache, State: d.state})
+		Builtins: builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d}})
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
 	}
@@ -223,6 +236,9 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		for _, t := range c.Tools {
 			d.owners["tool:"+t.Name] = owner
 		}
+	}
+	if err := d.registerSubagentProviders(ctx); err != nil {
+		return nil, err
 	}
 	if opts.Compaction != nil {
 		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
@@ -286,7 +302,42 @@ func (d *Deployment) Model() string { return d.opts.Model }
 // Owner names who registered a section, tool or variable ("section",
 // "tool" or "variable" and its name): OwnerHarness, OwnerDeployment or
 // "plugin NAME"; empty when unknown.
-func (d *Deployment) Owner(kind, name string) string { return d.owners[kind+":"+name] }
+func (d *Deployment) Owner(kind, name string) string {
+	if o := d.owners[kind+":"+name]; o != "" {
+		return o
+	}
+	// A plugin may register after its load (the subagent tool, when its
+	// provider arrives): ask the plugins as they are now.
+	if d.host == nil {
+		return ""
+	}
+	for _, pn := range d.host.Plugins() {
+		p := d.host.Plugin(pn)
+		if p == nil {
+			continue
+		}
+		c := p.Contribution()
+		switch kind {
+		case "tool":
+			for _, t := range c.Tools {
+				if t.Name == name {
+					return "plugin " + pn
+				}
+			}
+		case "section":
+			for _, s := range c.Sections {
+				if s.Name == name {
+					return "plugin " + pn
+				}
+			}
+		case "variable":
+			if slices.Contains(c.Variables, name) {
+				return "plugin " + pn
+			}
+		}
+	}
+	return ""
+}
 
 // liveProvider returns the provider of sessions without a replay file.
 func (d *Deployment) liveProvider() (model.Provider, error) {

@@ -55,6 +55,10 @@ func OpenConfig(ctx context.Context, cfg *config.Deployment, extra Options) (*De
 	if extra.Limits != (Limits{}) {
 		opts.Limits = extra.Limits
 	}
+	if extra.SubagentDepth != 0 {
+		opts.SubagentDepth = extra.SubagentDepth
+	}
+	opts.ACPProviders = append(opts.ACPProviders, extra.ACPProviders...)
 	opts.Plugins = append(opts.Plugins, extra.Plugins...)
 	opts.Sections, opts.Tools = extra.Sections, extra.Tools
 	opts.MaxSteps, opts.Logger, opts.Builtins, opts.Cache = extra.MaxSteps, extra.Logger, extra.Builtins, extra.Cache
@@ -67,6 +71,10 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 		Persona:     cfg.Persona,
 		SessionsDir: cfg.Sessions,
 		Limits:      Limits{AssemblyTimeout: cfg.Limits.AssemblyTimeout, PromptBytes: int64(cfg.Limits.PromptBytes)},
+	}
+	opts.SubagentDepth = cfg.Subagents.MaxDepth
+	for _, a := range cfg.Subagents.ACP {
+		opts.ACPProviders = append(opts.ACPProviders, ACPProviderOptions{Name: a.Name, Command: a.Command, AllowPermissions: a.AllowPermissions})
 	}
 	for _, p := range cfg.Plugins {
 		e := p.Entry

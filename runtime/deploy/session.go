@@ -43,6 +43,10 @@ type Session struct {
 	sess   *session.Session
 	model  string
 	replay bool
+	// provider answers the agent's model requests, and its children's.
+	provider model.Provider
+	// parent is the session whose tool call started this one, if any.
+	parent *Session
 
 	mu     sync.Mutex
 	log    []session.Event // every event recorded since the session opened
@@ -53,7 +57,19 @@ type Session struct {
 
 // NewSession opens a session: a new one, or with Resume an existing one,
 // and an agent on it.
-func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (_ *Session, err error) {
+func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (*Session, error) {
+	return d.newSession(ctx, opts, nil)
+}
+
+// childSpec says how a subagent's session derives from its parent's.
+type childSpec struct {
+	parent *Session
+	fork   bool
+	depth  int    // the child agent's depth
+	agent  string // the parent agent's id
+}
+
+func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child *childSpec) (_ *Session, err error) {
 	d.mu.Lock()
 	closed := d.closed
 	d.mu.Unlock()
@@ -67,7 +83,11 @@ func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (_ *Se
 		}
 	}
 	var provider model.Provider
-	if opts.Replay != "" {
+	if child != nil {
+		// A child answers from its parent's provider: a replay binds the
+		// child to its recorded child script.
+		provider = child.parent.provider
+	} else if opts.Replay != "" {
 		if provider, err = replay.Open(opts.Replay); err != nil {
 			return nil, fmt.Errorf("deploy: replay %s: %w", opts.Replay, err)
 		}
@@ -76,7 +96,19 @@ func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (_ *Se
 	}
 
 	var sess *session.Session
-	if opts.Resume != "" {
+	if child != nil {
+		h := session.Header{Cwd: child.parent.Cwd(), ParentSession: child.parent.ID()}
+		var seed []session.Event
+		if child.fork {
+			// The parent's turn in flight is not the child's: only what
+			// ends with its last turn/end is copied.
+			seed = session.ClosedPrefix(child.parent.sess.Events())
+			h.SeedLength = len(seed)
+		}
+		if sess, err = d.store.Create(h, seed...); err != nil {
+			return nil, fmt.Errorf("deploy: child session of %s: %w", child.parent.ID(), err)
+		}
+	} else if opts.Resume != "" {
 		if sess, err = d.store.Open(opts.Resume); err != nil {
 			return nil, fmt.Errorf("deploy: resume: %w", err)
 		}
@@ -88,13 +120,21 @@ func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (_ *Se
 		return nil, fmt.Errorf("deploy: new session: %w", err)
 	}
 
-	s := &Session{d: d, sess: sess, model: opts.Model, replay: opts.Replay != "", wake: make(chan struct{})}
+	s := &Session{d: d, sess: sess, model: opts.Model, replay: opts.Replay != "", provider: provider, wake: make(chan struct{})}
 	if s.model == "" {
 		s.model = d.opts.Model
+	}
+	var depth int
+	var parentAgent string
+	if child != nil {
+		s.model, s.replay, s.parent = child.parent.model, child.parent.replay, child.parent
+		depth, parentAgent = child.depth, child.agent
 	}
 	onEvent := opts.OnEvent
 	a, err := agent.New(ctx, agent.Options{
 		Model:    s.model,
+		Depth:    depth,
+		Parent:   parentAgent,
 		MaxSteps: d.opts.MaxSteps,
 		Session:  sess,
 		Provider: provider,
@@ -123,6 +163,7 @@ func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (_ *Se
 		return nil, ErrClosed
 	}
 	d.sessions[s] = struct{}{}
+	d.byID[s.ID()] = s
 	d.mu.Unlock()
 	return s, nil
 }
@@ -192,6 +233,9 @@ func (s *Session) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.d.mu.Lock()
 	delete(s.d.sessions, s)
+	if s.d.byID[s.ID()] == s {
+		delete(s.d.byID, s.ID())
+	}
 	s.d.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("deploy: close session %s: %w", s.ID(), err)

@@ -40,6 +40,9 @@ type Options struct {
 	Cache *Cache
 	// State keeps plugins' host-side state; nil keeps it in memory.
 	State StateStore
+	// Subagents serves subagent_providers and subagent_run; nil lists no
+	// provider and runs no child.
+	Subagents Subagents
 }
 
 // Spec says what plugin to load and what it may do.
@@ -126,6 +129,8 @@ type Host struct {
 	cache    *Cache
 	ownCache bool
 	state    StateStore
+	// subagents serves subagent_providers and subagent_run.
+	subagents Subagents
 
 	wd *watchdog // enforces the compute budgets of calls in progress
 
@@ -147,7 +152,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, plugins: map[string]*Plugin{}, wd: newWatchdog()}
+		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, wd: newWatchdog()}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}

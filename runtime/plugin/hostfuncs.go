@@ -64,12 +64,24 @@ var hostImpls = map[string]hostImpl{
 	hostfns.FnExecKill:           hostExecTask(true),
 	hostfns.FnHTTPRequest:        hostHTTPRequest,
 	hostfns.FnSessionEventAppend: hostSessionEventAppend,
+	hostfns.FnSubagentProviders:  hostSubagentProviders,
+	hostfns.FnSubagentRun:        hostSubagentRun,
 }
 
 // wrapHost adapts impl to the calling convention. It validates the
 // pointers, the size and the UTF-8 of the request, pauses the compute
 // budget while the host works, and delivers the result. It never panics:
 // a panic in impl is recovered and reported to the guest as ErrInternal.
+// setupNeutral are the host functions whose answers in dsh_setup are the
+// same for every agent: logging, and the load-time functions, which a
+// per-agent instance's setup may call but which register nothing. A setup
+// that called only these can be part of an instance image (image.go).
+var setupNeutral = map[string]bool{
+	hostfns.FnLog: true, hostfns.FnSectionRegister: true, hostfns.FnSectionUnregister: true,
+	hostfns.FnVariableRegister: true, hostfns.FnVariableUnregister: true, hostfns.FnToolRegister: true,
+	hostfns.FnToolUnregister: true, hostfns.FnEventSubscribe: true, hostfns.FnCapabilities: true,
+}
+
 func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := p.instanceOf(mod)
@@ -79,6 +91,9 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 			return
 		}
 		cs := in.cur
+		if cs.setup && !setupNeutral[f.Name] {
+			cs.scoped = true // this dsh_setup's outcome may depend on the agent
+		}
 		in.pending = nil // a payload not taken is gone at the next host call
 		cs.guard.pause()
 		defer cs.guard.resume()

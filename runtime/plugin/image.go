@@ -41,9 +41,10 @@ import (
 
 // imageSet holds a plugin's images by environment.
 type imageSet struct {
-	mu     sync.Mutex
-	byEnv  map[string]*image
-	closed bool
+	mu        sync.Mutex
+	byEnv     map[string]*image
+	capturing map[string]bool // envs whose post-setup image is being taken
+	closed    bool
 }
 
 // image is one captured instance state.
@@ -51,6 +52,9 @@ type image struct {
 	mem     *memImage // the linear memory, shareable copy-on-write
 	pages   uint32    // memory size in pages
 	globals []uint64  // by Layout.GlobalExports
+	// setupDone: captured after dsh_setup, which had asked the host
+	// nothing agent- or session-scoped; instances from it skip dsh_setup.
+	setupDone bool
 }
 
 // snapshotGlobals lists the exports through which a prepared module's
@@ -84,14 +88,20 @@ func (p *Plugin) environment(jail *fsjail.Jail, env []string) string {
 	return b.String()
 }
 
-// imageFor returns the image for env, or nil.
+// imageFor returns the image for env, or nil. The image's memory is
+// acquired: the caller releases it once the instance has mapped it (an
+// image replaced meanwhile must not close the descriptor under it).
 func (p *Plugin) imageFor(env string) *image {
 	if !p.snapshots {
 		return nil
 	}
 	p.images.mu.Lock()
 	defer p.images.mu.Unlock()
-	return p.images.byEnv[env]
+	img := p.images.byEnv[env]
+	if img != nil {
+		img.mem.acquire()
+	}
+	return img
 }
 
 // capture records mod's state as the image for env, unless there is one.
@@ -121,6 +131,44 @@ func (p *Plugin) capture(mod api.Module, env string) {
 		p.images.byEnv = map[string]*image{}
 	}
 	p.images.byEnv[env] = img
+}
+
+// captureSetup replaces env's image, if it was captured before dsh_setup,
+// with one of mod right after a dsh_setup that made no agent- or
+// session-scoped host call (the caller checked): every agent's setup
+// would end in this same state, so instances from it skip setup too.
+func (p *Plugin) captureSetup(mod api.Module, env string) {
+	if !p.snapshots {
+		return
+	}
+	p.images.mu.Lock()
+	old := p.images.byEnv[env]
+	busy := p.images.closed || old == nil || old.setupDone || p.images.capturing[env]
+	if !busy {
+		if p.images.capturing == nil {
+			p.images.capturing = map[string]bool{}
+		}
+		p.images.capturing[env] = true
+	}
+	p.images.mu.Unlock()
+	if busy {
+		return
+	}
+	img, err := newImage(mod, p.snapGlobals)
+	p.images.mu.Lock()
+	defer p.images.mu.Unlock()
+	delete(p.images.capturing, env)
+	if err != nil {
+		p.log.Debug("no post-setup image; instances keep running dsh_setup", "err", err)
+		return
+	}
+	if p.images.closed || p.images.byEnv[env] != old {
+		img.mem.release()
+		return
+	}
+	img.setupDone = true
+	p.images.byEnv[env] = img
+	old.mem.release()
 }
 
 // closeImages releases the plugin's images. Instances made from them keep
@@ -193,10 +241,9 @@ func (h *heapMemory) Reallocate(size uint64) []byte {
 func (h *heapMemory) Free() {}
 
 // instantiateContext returns the context to instantiate a module under:
-// with an allocator that maps img as the initial memory, or, with no
-// image, one that grows memory in place. Either way the instance's memory
-// lives outside the Go heap and growing it copies nothing. got receives
-// what was made.
+// with an allocator that maps img as the initial memory, outside the Go
+// heap, reserved at its maximum so that growing it copies nothing. got
+// receives what was made.
 func instantiateContext(ctx context.Context, img *image, got *allocation) context.Context {
 	var src *memImage
 	if img != nil {

@@ -17,4 +17,6 @@ func newMemImage([]byte) (*memImage, error) {
 
 func (*memImage) release() {}
 
+func (*memImage) acquire() {}
+
 func newAllocator(*memImage, *allocation) experimental.MemoryAllocator { return nil }

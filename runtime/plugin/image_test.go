@@ -150,3 +150,53 @@ func TestCGuestFromImage(t *testing.T) {
 		}
 	}
 }
+
+// imageOf returns the image recorded for the environment of an agent
+// without fs grants (the load-time instance's).
+func imageOf(t *testing.T, p *Plugin) *image {
+	t.Helper()
+	p.images.mu.Lock()
+	defer p.images.mu.Unlock()
+	img := p.images.byEnv[p.environment(nil, p.envList())]
+	if img == nil {
+		t.Fatal("no image recorded")
+	}
+	return img
+}
+
+// TestImagesIncludeANeutralSetup: a dsh_setup that asks the host nothing
+// about the agent is part of the image, and later instances skip it; one
+// that reads the agent's session state (or anything scoped) runs in every
+// instance.
+func TestImagesIncludeANeutralSetup(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		config    map[string]any
+		setupDone bool
+	}{
+		{"neutral", map[string]any{"tools": []string{"counter"}}, true},
+		{"scoped", map[string]any{"tools": []string{"counter"},
+			"setup_probes": []map[string]any{{"fn": "state_get", "req": `{"key":"k"}`}}}, false},
+		{"env", map[string]any{"tools": []string{"counter"},
+			"setup_probes": []map[string]any{{"fn": "env_get", "req": `{"name":"HOME"}`}}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t)
+			p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, c.config)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"x1", "x2", "x3"} {
+				if r, err := h.CallTool(bg, agent(id, "m"), "counter", nil); err != nil || r.Text != "1" {
+					t.Fatalf("%s: %+v %v", id, r, err)
+				}
+				if !fromImage(t, p, id) {
+					t.Fatalf("%s did not start from an image", id)
+				}
+			}
+			if got := imageOf(t, p).setupDone; got != c.setupDone {
+				t.Fatalf("the image includes dsh_setup: %v, want %v", got, c.setupDone)
+			}
+		})
+	}
+}

@@ -78,8 +78,11 @@ type callState struct {
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
+	scoped bool       // dsh_setup called a host function that is not setupNeutral
 	facts  *prompt.AgentFacts
 	export string
+	// subagentRuns counts the children this call started (subagent_run).
+	subagentRuns int
 }
 
 // activeKey marks, on a context, the instances with a call in progress
@@ -156,22 +159,23 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if err != nil {
 		return nil, err
 	}
-	// Instrumented modules get memory outside the Go heap that grows in
-	// place, and start from an image when there is one for this
-	// environment (image.go). The fallback's wazero may close a module
-	// from its own goroutine mid-call, so it keeps wazero's memory.
+	// An instance starts from an image when there is one for this
+	// environment (image.go): its memory is the image mapped outside the
+	// Go heap. Others keep wazero's own memory.
 	var alloc allocation
 	var img *image
 	env := ""
 	ictx := ctx
-	if p.interruptible {
-		if p.snapshots {
-			env = p.environment(jail, p.envList())
-			img = p.imageFor(env)
+	if p.snapshots {
+		env = p.environment(jail, p.envList())
+		if img = p.imageFor(env); img != nil {
+			ictx = instantiateContext(ctx, img, &alloc)
 		}
-		ictx = instantiateContext(ctx, img, &alloc)
 	}
 	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
+	if img != nil {
+		img.mem.release() // mapped (or not) by now
+	}
 	if err != nil {
 		lw.Close()
 		if jail != nil {
@@ -225,7 +229,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 				return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
 			}
 		}
-		if p.snapshots && alloc.guard != nil {
+		if p.snapshots {
 			p.capture(mod, env)
 		}
 	}
@@ -239,16 +243,22 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if first {
 		return in, nil
 	}
-	if in.fns[hostfns.ExportSetup] == nil {
+	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
 		return in, nil
 	}
-	st, out, err := in.invoke(ctx, &callState{setup: true, facts: facts}, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
+	cs := &callState{setup: true, facts: facts}
+	st, out, err := in.invoke(ctx, cs, hostfns.ExportSetup, p.limits.InitTimeout, p.config)
 	if err == nil && st == hostfns.OutError {
 		err = &CallError{Plugin: p.name, Export: hostfns.ExportSetup, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
 	}
 	if err != nil {
 		in.close(ctx)
 		return nil, err
+	}
+	if !cs.scoped {
+		// A setup that asked the host nothing about the agent ends in the
+		// same state for every agent: later instances can skip it too.
+		p.captureSetup(mod, env)
 	}
 	return in, nil
 }

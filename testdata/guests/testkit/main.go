@@ -36,10 +36,12 @@ type config struct {
 	Subscribe  []subscription        `json:"subscribe"`
 	Needs      *hostfns.Capabilities `json:"needs"`
 	InitProbes []probe               `json:"init_probes"`
-	InitFail   string                `json:"init_fail"`
-	InitTrap   bool                  `json:"init_trap"`
-	InitSpin   bool                  `json:"init_spin"`
-	SetModel   string                `json:"set_model"`
+	// SetupProbes run in every per-agent instance's dsh_setup.
+	SetupProbes []probe `json:"setup_probes"`
+	InitFail    string  `json:"init_fail"`
+	InitTrap    bool    `json:"init_trap"`
+	InitSpin    bool    `json:"init_spin"`
+	SetModel    string  `json:"set_model"`
 	// WaterfallReturn: the waterfall handler of an event returns this
 	// exact JSON, whatever it was given.
 	WaterfallReturn map[string]json.RawMessage `json:"waterfall_return"`
@@ -132,6 +134,11 @@ func init() {
 			}
 			for _, pr := range c.InitProbes {
 				probeLog = append(probeLog, runProbe(pr))
+			}
+		}
+		if !p.Loading() {
+			for _, pr := range c.SetupProbes {
+				runProbe(pr)
 			}
 		}
 		if c.Needs != nil {

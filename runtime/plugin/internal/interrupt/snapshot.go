@@ -2,8 +2,10 @@ package interrupt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,7 +27,7 @@ import (
 //
 // SnapshotVersion names this rewrite, for caches keyed by it.
 const (
-	SnapshotVersion = "snapshot-2"
+	SnapshotVersion = "snapshot-3"
 	SnapshotPrefix  = "dsh_snap_"
 	DataExport      = SnapshotPrefix + "data"
 )
@@ -423,21 +425,31 @@ func SnapshotExports(wasm []byte) (globals []string, prepared bool) {
 // starting another segment.
 const maxDataGap = 4096
 
-// coalesce merges active segments, in order, into few: a segment that
-// starts at or after the previous one's end, at most maxDataGap past it,
-// joins it. Overlapping or backward segments are left as their own (later
-// segments still win, as at instantiation). Passive segments are dropped:
-// nothing refers to them.
+// coalesce merges the active segments into few. Segments that do not
+// overlap can be applied in any order, so they are sorted by offset, and
+// each run of them with gaps of at most maxDataGap bytes becomes one
+// segment, the gaps written as the zeros they are in a fresh memory (no
+// other segment writes there: none overlap). Overlapping segments, where
+// the order decides which bytes win, are not regrouped: ErrUnsupported.
+// Passive segments are dropped: nothing refers to them.
 func coalesce(segs []dataSegment) ([]dataSegment, error) {
-	var out []dataSegment
+	var active []dataSegment
 	for _, s := range segs {
-		if !s.active {
-			continue
+		if s.active && s.size > 0 {
+			active = append(active, s)
 		}
+	}
+	slices.SortStableFunc(active, func(a, b dataSegment) int { return cmp.Compare(a.offset, b.offset) })
+	var out []dataSegment
+	for _, s := range active {
 		if n := len(out); n > 0 {
 			last := &out[n-1]
 			end := int64(last.offset) + int64(last.size)
-			if gap := int64(s.offset) - end; gap >= 0 && gap <= maxDataGap {
+			gap := int64(s.offset) - end
+			if gap < 0 {
+				return nil, fmt.Errorf("%w: data segments overlap at %#x", ErrUnsupported, s.offset)
+			}
+			if gap <= maxDataGap {
 				buf := last.init
 				buf = append(buf, make([]byte, gap)...)
 				buf = append(buf, s.init...)

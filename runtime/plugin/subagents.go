@@ -1,0 +1,100 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+)
+
+// Subagents is what the host needs of a deployment's subagent providers
+// to serve subagent_providers and subagent_run.
+type Subagents interface {
+	// Providers lists the providers with their facts.
+	Providers() []hostfns.SubagentProvider
+	// Run starts a child for the calling agent (parent) on provider and
+	// waits for its end. Cancelling ctx (the parent's turn) cancels the
+	// child.
+	Run(ctx context.Context, parent prompt.AgentFacts, req hostfns.SubagentRunRequest) (hostfns.SubagentRunResponse, error)
+}
+
+// MaxSubagentRunsPerCall bounds the children one tool call may run: the
+// wait for a child costs the caller no compute budget, so without it a
+// granted plugin could run children in a loop for as long as the turn
+// lasts.
+const MaxSubagentRunsPerCall = 8
+
+type subagentsKey struct{}
+
+// WithSubagents returns ctx carrying s: subagent_run calls made under ctx
+// run children through it. A deployment puts it on the context of the
+// tool calls it runs; a call without one cannot start a child.
+func WithSubagents(ctx context.Context, s Subagents) context.Context {
+	return context.WithValue(ctx, subagentsKey{}, s)
+}
+
+func subagentsOf(ctx context.Context) Subagents {
+	s, _ := ctx.Value(subagentsKey{}).(Subagents)
+	return s
+}
+
+func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	if len(req) > 0 {
+		var r struct{}
+		if st, msg := decode(req, &r); st != 0 {
+			return nil, st, msg
+		}
+	}
+	out := hostfns.SubagentProviders{Providers: []hostfns.SubagentProvider{}}
+	if s := in.p.h.subagents; s != nil {
+		out.Providers = append(out.Providers, s.Providers()...)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	return b, 0, ""
+}
+
+func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+	var r hostfns.SubagentRunRequest
+	if st, msg := decode(req, &r); st != 0 {
+		return nil, st, msg
+	}
+	p := in.p
+	if cs.export != hostfns.ExportTool || cs.facts == nil {
+		return nil, hostfns.ErrDenied, "a child agent can be run only from a tool call for an agent (dsh_tool)"
+	}
+	if g := p.sandbox.grants; g == nil || !slices.Contains(g.Subagents, r.Provider) {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted subagent provider %q (add it under grants.subagents)", p.name, r.Provider)
+	}
+	if r.Prompt == "" {
+		return nil, hostfns.ErrRule, "prompt is empty"
+	}
+	if cs.subagentRuns >= MaxSubagentRunsPerCall {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("a tool call may run at most %d child agents", MaxSubagentRunsPerCall)
+	}
+	cs.subagentRuns++
+	s := subagentsOf(cs.ctx)
+	if s == nil {
+		s = p.h.subagents
+	}
+	if s == nil {
+		return nil, hostfns.ErrDenied, "this host runs no subagent providers"
+	}
+	// The wait is the child's time, bounded by the child's own limits and
+	// the parent's cancellation; the compute budget is paused around every
+	// host call, so it does not count.
+	res, err := s.Run(cs.ctx, *cs.facts, r)
+	if err != nil {
+		return nil, hostfns.ErrInternal, fmt.Sprintf("provider %q: %v", r.Provider, err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, hostfns.ErrInternal, err.Error()
+	}
+	return b, 0, ""
+}
