@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/pgtest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeBinary()
+	pgtest.Stop()
 	os.Exit(code)
 }
 
