@@ -83,6 +83,8 @@ WebAssembly plugins that can do only what the operator grants them.`,
 	root.AddCommand(newACPCmd(s))
 	root.AddCommand(newPromptCmd(s))
 	root.AddCommand(newToolsCmd(s))
+	root.AddCommand(newServeCmd(s))
+	root.AddCommand(newSessionCmd(s))
 	root.AddCommand(newMCPCmd(s))
 	return root
 }

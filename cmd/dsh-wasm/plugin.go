@@ -106,7 +106,9 @@ a dsh:host/v1 module, failing init); 2 usage.`,
   dsh-wasm plugin inspect --config examples/coding-agent/dsh.yml tool-bash`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger := slog.New(slog.DiscardHandler)
+			// Errors a plugin logs while it loads (a malformed hook
+			// file, say) are always shown; -v shows the rest.
+			logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelError}))
 			if verbose {
 				logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
@@ -137,7 +139,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "set config key `KEY=VALUE`; VALUE is JSON if valid, else a string (repeatable)")
 	cmd.Flags().StringVar(&deployment, "config", "", "inspect plugin NAME of the deployment `FILE`")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's log to standard error")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "write the plugin's whole log to standard error (errors are always written)")
 	cmd.Flags().BoolVar(&render, "render", false, "also print the variables' values and the plugin's rendered sections")
 	return cmd
 }

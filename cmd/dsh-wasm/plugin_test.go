@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/pgtest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeBinary()
+	pgtest.Stop()
 	os.Exit(code)
 }
 
@@ -238,7 +240,7 @@ func TestInspectRefused(t *testing.T) {
 	}{
 		{"missing file", []string{filepath.Join(dir, "absent.wasm")}, "no such file"},
 		{"not wasm", []string{notWasm}, "unsupported plugin ABI"},
-		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts, subagent, tool-bash, tool-fs, tool-todo, tool-web)`},
+		{"unknown builtin", []string{"builtin:nope"}, `no built-in plugin "nope" (have facts, hooks-claude, hooks-codex, subagent, tool-bash, tool-fs, tool-todo, tool-web)`},
 		{"init fails", []string{kit, "--set", "init_fail=refused\non purpose"}, `refused\non purpose`},
 		{"init traps", []string{kit, "--set", "init_trap=true"}, "plugin trapped"},
 		{"bad config for facts", []string{"builtin:facts", "--set", "timezone=Local"}, `timezone "Local"`},

@@ -18,6 +18,7 @@ package acpagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	agentpkg "github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -144,10 +146,15 @@ func (a *agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	if err := checkSetup(req.Cwd, req.McpServers, req.AdditionalDirectories); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
-	st, err := a.open(ctx, deploy.SessionOptions{Cwd: req.Cwd, Replay: a.opts.Replay})
+	var id acp.SessionId
+	st, err := a.open(ctx, deploy.SessionOptions{Cwd: req.Cwd, Replay: a.opts.Replay,
+		Permission: func(ctx context.Context, r agentpkg.PermissionRequest) (bool, error) {
+			return a.askPermission(ctx, id, r)
+		}})
 	if err != nil {
 		return acp.NewSessionResponse{}, err
 	}
+	id = acp.SessionId(st.s.ID())
 	return acp.NewSessionResponse{SessionId: acp.SessionId(st.s.ID())}, nil
 }
 
@@ -177,7 +184,10 @@ func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (ac
 	if open {
 		return acp.LoadSessionResponse{}, invalidParams(fmt.Sprintf("session %s is already open", req.SessionId))
 	}
-	st, err := a.open(ctx, deploy.SessionOptions{Resume: string(req.SessionId), Cwd: req.Cwd, Replay: a.opts.Replay})
+	st, err := a.open(ctx, deploy.SessionOptions{Resume: string(req.SessionId), Cwd: req.Cwd, Replay: a.opts.Replay,
+		Permission: func(ctx context.Context, r agentpkg.PermissionRequest) (bool, error) {
+			return a.askPermission(ctx, req.SessionId, r)
+		}})
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
@@ -312,4 +322,37 @@ func (a *agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOpti
 
 func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound("session/set_mode")
+}
+
+// Permission options of session/request_permission.
+const (
+	permAllow  acp.PermissionOptionId = "allow"
+	permReject acp.PermissionOptionId = "reject"
+)
+
+// askPermission maps a hook's "ask" onto session/request_permission: the
+// call runs only when the client picks the allow option. A cancelled
+// request, a refusal or a failed request refuses it.
+func (a *agent) askPermission(ctx context.Context, id acp.SessionId, r agentpkg.PermissionRequest) (bool, error) {
+	title := r.Name
+	if r.Reason != "" {
+		title = r.Name + ": " + r.Reason
+	}
+	pending := acp.ToolCallStatusPending
+	var raw any
+	if json.Valid([]byte(r.Arguments)) {
+		raw = json.RawMessage(r.Arguments)
+	}
+	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: id,
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(r.CallID), Title: &title, Status: &pending, RawInput: raw},
+		Options: []acp.PermissionOption{
+			{OptionId: permAllow, Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: permReject, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		return false, fmt.Errorf("acp: session/request_permission: %w", err)
+	}
+	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == permAllow, nil
 }

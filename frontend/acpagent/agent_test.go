@@ -133,7 +133,7 @@ func kinds(us []acp.SessionUpdate) []string {
 func TestBridge(t *testing.T) {
 	provider, err := scripted.Provider([]scripted.Answer{
 		{Reasoning: "Look first.", Text: "Checking.", Calls: []scripted.Call{
-			{ID: "c1", Name: "bash", Arguments: `{"command":"make test"}`},
+			{ID: "c1", Name: "bash", Arguments: `{"command":"make test","description":"Run the tests"}`},
 			{ID: "c2", Name: "read", Arguments: `{"file_path":"/w/x.txt"}`},
 		}},
 		{Text: "All done."},

@@ -146,6 +146,13 @@ func (t *translator) rel(p string) string {
 func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 	id := acp.ToolCallId(c.CallID)
 	kind := ToolKind(c.Name)
+	var bash bashArgs
+	if c.Name == "bash" && (json.Unmarshal([]byte(c.Arguments), &bash) != nil || bash.Command == "" || bash.Description == "") {
+		// The reference's bash card needs the command and its
+		// description (its schema requires both); without them it
+		// shows the generic card: kind other, titled with the name.
+		kind = acp.ToolKindOther
+	}
 	opts := []acp.ToolCallStartOpt{acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusInProgress)}
 	title := c.Name
 	var raw any
@@ -172,13 +179,10 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 			}
 		}
 	case "bash":
-		var a bashArgs
-		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.Command != "" {
+		if a := bash; kind == acp.ToolKindExecute {
 			title = a.Command
 			var content []acp.ToolCallContent
-			if a.Description != "" {
-				content = append(content, acp.ToolContent(acp.TextBlock(a.Description)))
-			}
+			content = append(content, acp.ToolContent(acp.TextBlock(a.Description)))
 			if t.terminal {
 				content = append(content, acp.ToolTerminalRef(c.CallID))
 			}

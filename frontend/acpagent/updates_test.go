@@ -83,4 +83,10 @@ func TestToolCards(t *testing.T) {
 	if k := ToolKind("web_fetch"); k != acp.ToolKindOther {
 		t.Errorf("web_fetch kind = %s", k)
 	}
+	// A bash call without a description gets the generic card, as the
+	// reference shows it (hook-codex-posttool-block).
+	us = tr.live(event(t, session.ToolCall{Turn: 1, Step: 3, CallID: "c3", Name: "bash", Arguments: `{"command":"pwd"}`}))
+	if tc := us[0].ToolCall; tc.Kind != acp.ToolKindOther || tc.Title != "bash" {
+		t.Errorf("bash card without a description = kind %s title %q, want other, bash", tc.Kind, tc.Title)
+	}
 }

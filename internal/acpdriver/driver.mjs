@@ -20,13 +20,26 @@ const [inputPath, cwd] = args;
 const agentCmd = args.slice(3);
 const input = JSON.parse(readFileSync(inputPath, "utf8"));
 
-const child = spawn(agentCmd[0], agentCmd.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+// The agent starts in CWD, as the reference's snapshot harness starts it
+// in the scenario's workspace (relative hook files resolve there).
+const child = spawn(agentCmd[0], agentCmd.slice(1), { cwd, env: { ...process.env, PWD: cwd }, stdio: ["pipe", "pipe", "inherit"] });
 const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
 
 const transcript = [];
 let onMessageChunk = null;
 
+// A permission request (a hook that asks before a tool runs) is answered
+// with the reject option, or with "allow" when DSH_ACP_PERMISSION=allow;
+// the transcript records it.
+const permission = process.env.DSH_ACP_PERMISSION === "allow" ? "allow" : "reject";
+
 const app = acp.client({ name: "dsh-wasm-conformance-driver" })
+  .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    transcript.push({ type: "permission", request: params });
+    const option = params.options.find((o) => o.kind.startsWith(permission));
+    if (!option) return { outcome: { outcome: "cancelled" } };
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     transcript.push({ type: "update", update: params.update });
     if (params.update.sessionUpdate === "agent_message_chunk" && onMessageChunk) {

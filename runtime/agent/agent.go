@@ -100,6 +100,13 @@ type Options struct {
 	// after it is appended, on the goroutine running the turn. It must
 	// not block; it may call Cancel.
 	OnEvent func(session.Event)
+	// Permission asks the user whether a tool call a tools/pre-execute
+	// listener wants confirmed ("ask") may run. Nil refuses every such
+	// call: with nobody to ask, the call does not run.
+	Permission PermissionFunc
+	// MaxContinuations bounds the extra steps agent/turn-stopping
+	// listeners may ask for in one turn; 0 is DefaultMaxContinuations.
+	MaxContinuations int
 	// Bounds of each step's prompt assembly (see bounds.go); zero
 	// values take the defaults.
 	Bounds AssemblyBounds
@@ -121,6 +128,9 @@ type Agent struct {
 	maxSteps int
 	cont     ContinueFunc
 	bounds   AssemblyBounds
+
+	permission       PermissionFunc
+	maxContinuations int
 
 	turnMu   sync.Mutex // held by the running turn
 	lastTurn int        // the last turn number in the session; guarded by turnMu
@@ -158,6 +168,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Bounds.Timeout < 0 || opts.Bounds.PromptBytes < 0 {
 		return nil, fmt.Errorf("agent: new: %w: Bounds %+v may not be negative", ErrInvalidOptions, opts.Bounds)
 	}
+	if opts.MaxContinuations < 0 {
+		return nil, fmt.Errorf("agent: new: %w: MaxContinuations %d may not be negative", ErrInvalidOptions, opts.MaxContinuations)
+	}
 	if opts.MaxSteps < 0 || opts.Depth < 0 {
 		return nil, fmt.Errorf("agent: new: %w: MaxSteps %d and Depth %d may not be negative", ErrInvalidOptions, opts.MaxSteps, opts.Depth)
 	}
@@ -174,6 +187,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		maxSteps: opts.MaxSteps,
 		cont:     opts.Continue,
 		bounds:   opts.Bounds.withDefaults(),
+
+		permission:       opts.Permission,
+		maxContinuations: opts.MaxContinuations,
 		facts: prompt.AgentFacts{
 			ID:      opts.ID,
 			Session: h.ID,
@@ -185,6 +201,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if a.facts.ID == "" {
 		a.facts.ID = h.ID
+	}
+	if a.maxContinuations == 0 {
+		a.maxContinuations = DefaultMaxContinuations
 	}
 	if a.bus == nil {
 		a.bus = events.New(a.log)

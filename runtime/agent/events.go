@@ -40,8 +40,9 @@ type PreStep struct {
 // tools/post-execute.
 //
 // In tools/pre-execute Result is nil, and a listener may only deny the
-// call: it sets Deny to a reason, the call does not run, and the model
-// gets the error result "Error: <reason>". A listener that changes Name,
+// call or ask for it: it sets Deny to a reason, the call does not run, and
+// the model gets the error result "Error: <reason>"; or it sets Ask, and
+// the call runs only if the user allows it. A listener that changes Name,
 // Arguments or CallID, or sets Result, fails, as does one that returns an
 // error: the call's result is then an error result naming the event, and
 // the turn goes on. In tools/post-execute Result holds the outcome and a
@@ -56,8 +57,18 @@ type ToolExecution struct {
 	Arguments string            `json:"arguments"`
 	// Deny, set by a tools/pre-execute listener, refuses the call with
 	// this reason.
-	Deny   string      `json:"deny,omitempty"`
-	Result *ToolOutput `json:"result,omitempty"`
+	Deny string `json:"deny,omitempty"`
+	// Ask, set by a tools/pre-execute listener, has the user confirm the
+	// call first (Options.Permission), with this reason; refused, or
+	// with nobody to ask, the model gets "Error: <reason>".
+	Ask string `json:"ask,omitempty"`
+	// Block, set by a tools/post-execute listener, replaces the result
+	// with this feedback as an error result.
+	Block string `json:"block,omitempty"`
+	// Context, appended to by tools/post-execute listeners, is recorded
+	// as context/message events after the tool result.
+	Context []HookNote  `json:"context,omitempty"`
+	Result  *ToolOutput `json:"result,omitempty"`
 }
 
 // ToolOutput is what a tool call gives back to the model.

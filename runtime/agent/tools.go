@@ -36,6 +36,9 @@ const (
 type toolOutcome struct {
 	ToolOutput
 	err *session.ToolError
+	// context is what tools/post-execute listeners added, recorded after
+	// the result.
+	context []HookNote
 }
 
 // errorResult is an error result whose text, as the reference writes it,
@@ -70,6 +73,7 @@ func (t *turnRun) runCalls(ctx context.Context, facts *prompt.AgentFacts, step i
 		}
 		out := t.execute(ctx, facts, step, call, known)
 		t.recordResult(step, call.ID, out, ev.Seq)
+		t.recordContext(out.context)
 		if t.fatal != nil {
 			return nil
 		}
@@ -101,7 +105,8 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 		var ok bool
 		if got, ok = v.(*ToolExecution); !ok || got == nil {
 			err = fmt.Errorf("returned %T", v)
-		} else if got.CallID != orig.CallID || got.Name != orig.Name || got.Arguments != orig.Arguments || got.Result != nil {
+		} else if got.CallID != orig.CallID || got.Name != orig.Name || got.Arguments != orig.Arguments || got.Result != nil ||
+			got.Block != "" || len(got.Context) > 0 {
 			err = errPreExecuteRewrite
 		}
 	}
@@ -113,9 +118,12 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 	}
 
 	var out toolOutcome
-	if got.Deny != "" {
+	switch {
+	case got.Deny != "":
 		out = errorResult("", "", "%s", got.Deny)
-	} else {
+	case got.Ask != "" && !t.askPermission(ctx, facts, step, orig, got.Ask):
+		out = errorResult("", "", "%s", got.Ask)
+	default:
 		out = t.invoke(ctx, facts, call.Name, call.Arguments, known)
 	}
 
@@ -134,10 +142,15 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 			err = fmt.Errorf("returned %T", v)
 		case p.Result == nil:
 			err = fmt.Errorf("returned no result")
+		case p.Block != "":
+			// Blocked: the model gets the hook's feedback instead, as
+			// an error result (tools/src/index.ts, a "block" decision).
+			out = toolOutcome{ToolOutput: ToolOutput{Text: p.Block, IsError: true}, context: p.Context}
 		default:
 			if *p.Result != out.ToolOutput {
 				out = toolOutcome{ToolOutput: *p.Result}
 			}
+			out.context = p.Context
 		}
 	}
 	if err != nil {
@@ -151,8 +164,9 @@ func cancelledResult(name string) toolOutcome {
 	return errorResult(ToolErrorName, CodeAborted, "aborted: the turn was cancelled while tool %q ran", name)
 }
 
-// errPreExecuteRewrite: a pre-execute listener tried more than a deny.
-var errPreExecuteRewrite = errors.New("a listener may only deny the call (set deny); it may not rename it, change its arguments or answer it")
+// errPreExecuteRewrite: a pre-execute listener tried more than a deny or
+// an ask.
+var errPreExecuteRewrite = errors.New("a listener may only deny the call (set deny) or ask for it (set ask); it may not rename it, change its arguments, answer it, block it or add context")
 
 // listenerFailure is the error result of a call whose listener failed.
 func listenerFailure(event string, err error) toolOutcome {

@@ -158,9 +158,9 @@ func (t *turnRun) run(msgs []session.UserMessage) (TurnResult, error) {
 		return TurnResult{}, t.fatal
 	}
 	a.lastTurn = t.turn
-	for _, m := range msgs {
-		t.record(session.NewEvent(m))
-	}
+	// agent/prompt-submit decides, prompt by prompt, what joins the
+	// conversation; a turn whose prompts were all blocked runs no step.
+	end := t.submit(msgs)
 	t.flush() // the user's prompt is on disk before any work on it
 	if t.fatal != nil {
 		return TurnResult{}, t.fatal
@@ -168,7 +168,9 @@ func (t *turnRun) run(msgs []session.UserMessage) (TurnResult, error) {
 	a.emitContained(t.ctx, events.EventTurnStart, &TurnEvent{Agent: a.facts, Turn: t.turn})
 
 	res := TurnResult{Turn: t.turn}
-	end := t.steps(&res)
+	if end == nil {
+		end = t.steps(&res)
+	}
 	if t.fatal != nil {
 		return res, t.fatal
 	}
@@ -205,6 +207,7 @@ func (t *turnRun) seal(end *ending) *ending {
 func (t *turnRun) steps(res *TurnResult) *ending {
 	a := t.a
 	maxTokens := false // sticky: a truncated answer ends the turn max-tokens
+	continued := 0     // extra steps agent/turn-stopping listeners asked for
 	for n := 1; ; n++ {
 		if t.ctx.Err() != nil {
 			return t.aborted()
@@ -249,9 +252,20 @@ func (t *turnRun) steps(res *TurnResult) *ending {
 		if maxTokens {
 			stop = &ending{reason: session.EndReason{Kind: session.EndMaxTokens}}
 		}
+		if !a.cont(sr) {
+			// The turn would end: a turn-stopping listener may ask for
+			// one more step, its reason recorded as steering the model
+			// sees.
+			more := t.stopping(n, &continued)
+			if t.fatal != nil {
+				return nil
+			}
+			if !more {
+				return stop
+			}
+			continue
+		}
 		switch {
-		case !a.cont(sr):
-			return stop
 		case a.maxSteps > 0 && n >= a.maxSteps:
 			// The step cap ends the turn as the reference's readers know
 			// a cut-short turn: max-tokens.

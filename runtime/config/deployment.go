@@ -65,6 +65,10 @@ type Deployment struct {
 	Sessions string `json:"sessions,omitempty"`
 	// Limits are deployment-wide bounds.
 	Limits DeploymentLimits `json:"limits"`
+	// Store, when set, keeps sessions in PostgreSQL (see serve.go).
+	Store *Store `json:"store,omitempty"`
+	// Serve configures `dsh-wasm serve`.
+	Serve *Serve `json:"serve,omitempty"`
 	// Subagents configures the subagent providers.
 	Subagents Subagents `json:"subagents,omitzero"`
 }
@@ -228,6 +232,8 @@ func (d *decoder) deployment(node *yaml.Node, dir string) *Deployment {
 			}
 		},
 		"limits":    func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
+		"store":     func(v *yaml.Node, f string) { dep.Store = d.store(v, f) },
+		"serve":     func(v *yaml.Node, f string) { dep.Serve = d.serve(v, f, dir) },
 		"subagents": func(v *yaml.Node, f string) { dep.Subagents = d.subagents(v, f) },
 	})
 	if n.Kind == yaml.MappingNode && !haveModel {

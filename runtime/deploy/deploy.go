@@ -73,6 +73,10 @@ type Options struct {
 	// SessionsDir is the root sessions persist under; empty means
 	// DefaultSessionsDir().
 	SessionsDir string
+	// Store, when set, is where sessions persist instead of the JSONL
+	// store under SessionsDir (for example a pgstore.Store shared by
+	// workers). The deployment does not close it.
+	Store session.Storage
 	// Compaction, when set, compacts long conversations in every session.
 	Compaction *agent.CompactionOptions
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
@@ -121,7 +125,7 @@ type Deployment struct {
 	host      *plugin.Host
 	cache     *plugin.Cache
 	ownCache  bool
-	store     *session.Store
+	store     session.Storage
 	natives   map[string]Tool
 	owners    map[string]string // "section:NAME"/"tool:NAME"/"variable:NAME" → owner
 	offCompat func()
@@ -172,7 +176,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		natives[t.Name] = t
 	}
 	dir := opts.SessionsDir
-	if dir == "" {
+	if dir == "" && opts.Store == nil {
 		if dir, err = DefaultSessionsDir(); err != nil {
 			return nil, err
 		}
@@ -183,12 +187,15 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		reg:      prompt.NewRegistry(logger),
 		bus:      events.New(logger),
 		state:    agent.NewPluginState(),
-		store:    session.NewStore(dir),
+		store:    opts.Store,
 		natives:  natives,
 		owners:   map[string]string{},
 		sessions: map[*Session]struct{}{},
 		byID:     map[string]*Session{},
 		provider: opts.Provider,
+	}
+	if d.store == nil {
+		d.store = session.NewStore(dir)
 	}
 	d.subs = subagent.NewRegistry(d.bus)
 	d.cache = opts.Cache
@@ -294,7 +301,7 @@ func (d *Deployment) Bus() *events.Bus { return d.bus }
 func (d *Deployment) Host() *plugin.Host { return d.host }
 
 // Store is where sessions persist.
-func (d *Deployment) Store() *session.Store { return d.store }
+func (d *Deployment) Store() session.Storage { return d.store }
 
 // Model is the deployment's default model.
 func (d *Deployment) Model() string { return d.opts.Model }

@@ -49,6 +49,9 @@ func OpenConfig(ctx context.Context, cfg *config.Deployment, extra Options) (*De
 	if extra.SessionsDir != "" {
 		opts.SessionsDir = extra.SessionsDir
 	}
+	if extra.Store != nil {
+		opts.Store = extra.Store
+	}
 	if extra.Compaction != nil {
 		opts.Compaction = extra.Compaction
 	}

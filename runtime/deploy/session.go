@@ -33,6 +33,9 @@ type SessionOptions struct {
 	// OnEvent, when set, is called with each event the loop records, on
 	// the goroutine running the turn, in order. It must not block.
 	OnEvent func(session.Event)
+	// Permission asks the user whether a tool call a hook wants confirmed
+	// may run (agent.Options.Permission). Nil refuses every such call.
+	Permission agent.PermissionFunc
 }
 
 // Session is one agent on one session log. Its methods are safe for
@@ -132,17 +135,18 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 	}
 	onEvent := opts.OnEvent
 	a, err := agent.New(ctx, agent.Options{
-		Model:    s.model,
-		Depth:    depth,
-		Parent:   parentAgent,
-		MaxSteps: d.opts.MaxSteps,
-		Session:  sess,
-		Provider: provider,
-		Registry: d.reg,
-		Bus:      d.bus,
-		Tools:    runner{d},
-		Logger:   d.log,
-		State:    d.state,
+		Model:      s.model,
+		Depth:      depth,
+		Parent:     parentAgent,
+		MaxSteps:   d.opts.MaxSteps,
+		Session:    sess,
+		Provider:   provider,
+		Registry:   d.reg,
+		Bus:        d.bus,
+		Tools:      runner{d},
+		Logger:     d.log,
+		State:      d.state,
+		Permission: opts.Permission,
 		// The deployment's limits bound every step's assembly too.
 		Bounds: agent.AssemblyBounds{Timeout: d.opts.Limits.AssemblyTimeout, PromptBytes: d.opts.Limits.PromptBytes},
 		OnEvent: func(e session.Event) {

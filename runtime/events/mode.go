@@ -65,6 +65,14 @@ const (
 	// EventToolPostExecute (waterfall): a tool result, before the model
 	// sees it. The reference harness's name.
 	EventToolPostExecute = "tools/post-execute"
+	// EventPromptSubmit (waterfall): a user's prompt, before it joins the
+	// conversation; a listener may block it or add context (the hook
+	// point UserPromptSubmit).
+	EventPromptSubmit = "agent/prompt-submit"
+	// EventTurnStopping (waterfall): a turn is about to end completed; a
+	// listener may ask for one more step with a reason (the hook point
+	// Stop). The reference harness's name.
+	EventTurnStopping = "agent/turn-stopping"
 	// EventAgentStart (contained): an agent started.
 	EventAgentStart = "agent/start"
 	// EventAgentEnd (contained): an agent ended.
@@ -91,6 +99,8 @@ var coreModes = map[string]Mode{
 	EventAgentRequest:    Waterfall,
 	EventToolPreExecute:  Waterfall,
 	EventToolPostExecute: Waterfall,
+	EventPromptSubmit:    Waterfall,
+	EventTurnStopping:    Waterfall,
 	EventAgentStart:      Contained,
 	EventAgentEnd:        Contained,
 	EventTurnStart:       Contained,

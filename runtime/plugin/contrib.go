@@ -585,10 +585,21 @@ func (p *Plugin) waterfallEvent(ctx context.Context, event string, payload any) 
 	if err := json.Unmarshal(out, nv.Interface()); err != nil {
 		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("%w: %s: output does not decode as %s: %v", ErrBadOutput, event, t, err)}
 	}
+	if a, ok := nv.Interface().(Attributable); ok {
+		a.Attribute(p.name, payload)
+	}
 	if ptr {
 		return nv.Interface(), nil
 	}
 	return nv.Elem().Interface(), nil
+}
+
+// Attributable is a waterfall payload whose additions the host stamps
+// with the name of the plugin that made them (the context a hook adds),
+// so that a plugin cannot speak in another's name. Attribute is called
+// on the payload a plugin returned, with the payload it was given.
+type Attributable interface {
+	Attribute(plugin string, before any)
 }
 
 type agentKey struct{}

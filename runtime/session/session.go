@@ -16,8 +16,12 @@ import (
 // until Flush, which the agent loop calls at the end of each turn. A
 // Session is safe for concurrent use.
 type Session struct {
-	store *Store
-	path  string
+	path    string
+	nowMs   func() int64
+	release func()  // called once by Close; nil when nothing is held
+	backend Backend // nil for a session file
+	closed  bool
+	recs    []Record // for a backend: the records not yet stored
 
 	flushMu sync.Mutex // held by Flush and Close, outside mu: writes do not block Append
 
@@ -31,7 +35,8 @@ type Session struct {
 }
 
 func newSession(store *Store, path string, f *os.File, st *state, size int64, rec Recovery) *Session {
-	return &Session{store: store, path: path, f: f, st: st, size: size, recovery: rec}
+	return &Session{path: path, nowMs: store.nowMilli, release: func() { store.release(path) },
+		f: f, st: st, size: size, recovery: rec}
 }
 
 // Path is the session's file.
@@ -98,13 +103,13 @@ func (s *Session) Append(e Event) (Event, error) {
 }
 
 func (s *Session) appendLocked(e Event) (Event, error) {
-	if s.f == nil {
+	if s.closed {
 		return Event{}, fmt.Errorf("session %s: append: %w", s.st.header.ID, ErrClosed)
 	}
 	if s.broken != nil {
 		return Event{}, s.broken
 	}
-	e.Seq, e.Time = int64(len(s.st.events)), s.store.nowMilli()
+	e.Seq, e.Time = int64(len(s.st.events)), s.nowMs()
 	err := normalize(&e)
 	if err == nil {
 		err = checkOwn(e)
@@ -119,7 +124,7 @@ func (s *Session) appendLocked(e Event) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("session %s: append %s: %w: %w", s.st.header.ID, e.Type, ErrInvalidEvent, err)
 	}
-	s.pending = append(s.pending, line...)
+	s.queue(e.Seq, line)
 	return e, nil
 }
 
@@ -221,13 +226,16 @@ func (s *Session) Flush() error {
 // flush does Flush with flushMu held.
 func (s *Session) flush() error {
 	s.mu.Lock()
-	if s.f == nil {
+	if s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("session %s: flush: %w", s.st.header.ID, ErrClosed)
 	}
 	if s.broken != nil {
 		s.mu.Unlock()
 		return s.broken
+	}
+	if s.backend != nil {
+		return s.flushBackend() // unlocks
 	}
 	buf, f, size, id := s.pending, s.f, s.size, s.st.header.ID
 	s.pending = nil
@@ -268,19 +276,28 @@ func (s *Session) Close() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	s.mu.Lock()
-	closed := s.f == nil
+	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return nil
 	}
 	ferr := s.flush()
 	s.mu.Lock()
-	cerr := s.f.Close()
+	var cerr error
+	if s.f != nil {
+		cerr = s.f.Close()
+	} else if s.backend != nil {
+		cerr = s.backend.Close()
+	}
 	s.f = nil
-	s.pending = nil
+	s.closed = true
+	s.pending, s.recs = nil, nil
 	id := s.st.header.ID
+	release := s.release
 	s.mu.Unlock()
-	s.store.release(s.path)
+	if release != nil {
+		release()
+	}
 	if ferr != nil {
 		ferr = fmt.Errorf("unflushed events lost: %w", ferr)
 	}

@@ -125,48 +125,9 @@ func (s *Store) release(path string) {
 // included) when Create returns. It fails with ErrExists if the id is
 // taken.
 func (s *Store) Create(h Header, initial ...Event) (*Session, error) {
-	if h.Version != FormatVersion {
-		return nil, fmt.Errorf("session: create: %w: %d", ErrUnsupportedVersion, h.Version)
-	}
-	if h.ID == "" {
-		h.ID = newID()
-	}
-	if err := checkID(h.ID); err != nil {
-		return nil, fmt.Errorf("session: create: %w", err)
-	}
-	if h.CreatedAt == 0 {
-		h.CreatedAt = s.nowMilli()
-	}
-	if h.SeedLength < 0 || h.SeedLength > len(initial) {
-		return nil, fmt.Errorf("session: create %s: %w: seedLength %d, but %d initial events",
-			h.ID, ErrInvalidEvent, h.SeedLength, len(initial))
-	}
-
-	st := &state{header: h}
-	buf, err := h.MarshalJSON()
+	h, buf, st, err := prepare(h, s.nowMilli, initial)
 	if err != nil {
-		return nil, fmt.Errorf("session: create %s: encode header: %w", h.ID, err)
-	}
-	buf = append(buf, '\n')
-	for i, e := range initial {
-		if i == h.SeedLength && st.turn.open {
-			return nil, fmt.Errorf("session: create %s: %w: the seed ends inside turn %d", h.ID, ErrInvalidEvent, st.turn.turn)
-		}
-		err := normalize(&e)
-		var line []byte
-		if err == nil {
-			line, err = encodeLine(&e)
-		}
-		if err == nil {
-			err = st.add(e)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("session: create %s: %w: initial event %d: %w", h.ID, ErrInvalidEvent, e.Seq, err)
-		}
-		buf = append(buf, line...)
-	}
-	if st.turn.open {
-		return nil, fmt.Errorf("session: create %s: %w: the initial events end inside turn %d", h.ID, ErrInvalidEvent, st.turn.turn)
+		return nil, err
 	}
 
 	path := s.path(h)

@@ -1,0 +1,284 @@
+// Package hookbridge runs Claude Code and Codex command hooks at the
+// agent loop's hook points. It is the shared core of the built-in plugins
+// hooks-claude and hooks-codex: each supplies its Dialect (the settings
+// file's event names, matcher rules and the JSON a hook reads on stdin),
+// and the bridge parses the operator's hook file, runs the matching
+// commands through the host's exec grant and maps what they say onto the
+// loop's decisions (docs/HOOKS.md).
+package hookbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Hook points, with the names both dialects use in their settings files.
+const (
+	PointPreToolUse       = "PreToolUse"
+	PointPostToolUse      = "PostToolUse"
+	PointUserPromptSubmit = "UserPromptSubmit"
+	PointStop             = "Stop"
+)
+
+// Points lists the hook points the bridge runs, in a fixed order.
+var Points = []string{PointUserPromptSubmit, PointPreToolUse, PointPostToolUse, PointStop}
+
+// ErrConfig marks a hook file that cannot be used; the message names the
+// file and the line.
+var ErrConfig = errors.New("hook config")
+
+// Hook is one command hook.
+type Hook struct {
+	Command string
+	// TimeoutMs is the hook's own timeout, 0 for the bridge's default.
+	TimeoutMs int64
+}
+
+// Group is a matcher and the hooks it selects.
+type Group struct {
+	Matcher string
+	match   func(tool string) bool
+	Hooks   []Hook
+}
+
+// Matches reports whether the group's matcher selects tool.
+func (g *Group) Matches(tool string) bool { return g.match == nil || g.match(tool) }
+
+// Config is a parsed hook file: the groups of each point.
+type Config struct {
+	Points map[string][]Group
+	// Skipped names what the file holds that the bridge does not run
+	// (other events, hook types other than command), for the log.
+	Skipped []string
+}
+
+// Empty reports whether the config runs nothing.
+func (c *Config) Empty() bool {
+	for _, gs := range c.Points {
+		if len(gs) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Dialect is what differs between Claude Code's and Codex's hooks.
+type Dialect struct {
+	// Name is the dialect in hook/invoked records and handler ids:
+	// "claude" or "codex".
+	Name string
+	// Aliases maps other spellings of tool names in matchers (Claude
+	// Code's Bash, Read, ...) to ours.
+	Aliases map[string]string
+	// LiteralMatchers: a matcher of only [A-Za-z0-9_|] is a list of exact
+	// names (Claude Code); otherwise every matcher is a regular expression.
+	LiteralMatchers bool
+	// TimeoutKeys are the keys a hook's timeout (seconds) may have.
+	TimeoutKeys []string
+}
+
+var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
+
+type rawGroup struct {
+	Matcher *string                      `json:"matcher"`
+	Hooks   []map[string]json.RawMessage `json:"hooks"`
+}
+
+// Parse reads a hook file of the dialect. A settings file whose "hooks"
+// key holds the map is accepted as well as the bare map. file names the
+// file in errors, which carry its line.
+func Parse(data []byte, file string, d Dialect) (*Config, error) {
+	fail := func(off int64, format string, args ...any) error {
+		return fmt.Errorf("%w: %s:%d: %s", ErrConfig, file, lineAt(data, off), fmt.Sprintf(format, args...))
+	}
+	var root map[string]json.RawMessage
+	if err := json.Unmarshal(data, &root); err != nil {
+		return nil, jsonError(err, data, file)
+	}
+	hooksRaw, ok := root["hooks"]
+	if !ok {
+		hooksRaw = data
+	}
+	var points map[string]json.RawMessage
+	if err := json.Unmarshal(hooksRaw, &points); err != nil {
+		return nil, fail(offsetOf(data, hooksRaw), "\"hooks\" must be an object of event names to lists of matcher groups")
+	}
+	cfg := &Config{Points: map[string][]Group{}}
+	names := make([]string, 0, len(points))
+	for name := range points {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := points[name]
+		known := false
+		for _, p := range Points {
+			known = known || p == name
+		}
+		if !known {
+			cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("event %q (not run by this bridge)", name))
+			continue
+		}
+		var groups []rawGroup
+		if err := json.Unmarshal(raw, &groups); err != nil {
+			return nil, fail(offsetOf(data, raw), "%s: want a list of {matcher, hooks: [...]} groups: %v", name, shortErr(err))
+		}
+		for gi, g := range groups {
+			at := offsetOf(data, raw)
+			var out Group
+			if g.Matcher != nil && name != PointUserPromptSubmit && name != PointStop {
+				m, err := compileMatcher(*g.Matcher, d)
+				if err != nil {
+					return nil, fail(findString(data, at, *g.Matcher), "%s[%d].matcher: %v", name, gi, err)
+				}
+				out.Matcher, out.match = *g.Matcher, m
+			}
+			for hi, h := range g.Hooks {
+				typ := "command"
+				if t, ok := h["type"]; ok {
+					if err := json.Unmarshal(t, &typ); err != nil {
+						return nil, fail(offsetOf(data, t), "%s[%d].hooks[%d].type must be a string", name, gi, hi)
+					}
+				}
+				if typ != "command" {
+					cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("%s[%d].hooks[%d]: a %q hook (only command hooks run)", name, gi, hi, typ))
+					continue
+				}
+				var async bool
+				if a, ok := h["async"]; ok && json.Unmarshal(a, &async) == nil && async {
+					cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("%s[%d].hooks[%d]: an async hook (only synchronous hooks run)", name, gi, hi))
+					continue
+				}
+				var hook Hook
+				c, ok := h["command"]
+				if !ok || json.Unmarshal(c, &hook.Command) != nil || strings.TrimSpace(hook.Command) == "" {
+					off := at
+					if ok {
+						off = offsetOf(data, c)
+					}
+					return nil, fail(off, "%s[%d].hooks[%d].command must be a non-empty string", name, gi, hi)
+				}
+				for _, k := range d.TimeoutKeys {
+					t, ok := h[k]
+					if !ok {
+						continue
+					}
+					var secs float64
+					if err := json.Unmarshal(t, &secs); err != nil || secs <= 0 || secs > 86400 {
+						return nil, fail(offsetOf(data, t), "%s[%d].hooks[%d].%s must be a number of seconds in (0, 86400]", name, gi, hi, k)
+					}
+					hook.TimeoutMs = int64(secs * 1000)
+					break
+				}
+				out.Hooks = append(out.Hooks, hook)
+			}
+			if len(out.Hooks) > 0 {
+				cfg.Points[name] = append(cfg.Points[name], out)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// compileMatcher builds a tool-name matcher. Empty and "*" match every
+// tool. A Claude Code literal ("bash", "Bash|Edit") lists exact names,
+// aliases included; anything else is a regular expression searched in
+// the name (Go's RE2 syntax), with the aliases' names tried as well.
+func compileMatcher(m string, d Dialect) (func(string) bool, error) {
+	if m == "" || m == "*" {
+		return nil, nil
+	}
+	if d.LiteralMatchers && literalMatcher.MatchString(m) {
+		set := map[string]bool{}
+		for _, n := range strings.Split(m, "|") {
+			if n == "" {
+				continue
+			}
+			set[n] = true
+			if ours, ok := d.Aliases[n]; ok {
+				set[ours] = true
+			}
+		}
+		return func(tool string) bool { return set[tool] }, nil
+	}
+	re, err := regexp.Compile(m)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regular expression %q: %v", m, err)
+	}
+	return func(tool string) bool {
+		if re.MatchString(tool) {
+			return true
+		}
+		for alias, ours := range d.Aliases {
+			if ours == tool && re.MatchString(alias) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// jsonError turns a decoding error into one with the file's line.
+func jsonError(err error, data []byte, file string) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %s:%d: invalid JSON: %v", ErrConfig, file, lineAt(data, se.Offset), se)
+	case errors.As(err, &te):
+		return fmt.Errorf("%w: %s:%d: the file must hold a JSON object, not %s", ErrConfig, file, lineAt(data, te.Offset), te.Value)
+	}
+	return fmt.Errorf("%w: %s:1: %v", ErrConfig, file, err)
+}
+
+func shortErr(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("%s is %s, want %s", te.Field, te.Value, te.Type)
+		}
+		return fmt.Sprintf("found %s, want %s", te.Value, te.Type)
+	}
+	return err.Error()
+}
+
+// lineAt is the 1-based line of byte offset off in data.
+func lineAt(data []byte, off int64) int {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// offsetOf finds where sub, a slice of data's bytes taken by
+// json.RawMessage (a copy), starts in data: the first occurrence.
+func offsetOf(data, sub []byte) int64 {
+	if len(sub) == 0 {
+		return 0
+	}
+	i := bytes.Index(data, sub)
+	if i < 0 {
+		return 0
+	}
+	return int64(i)
+}
+
+// findString finds s, JSON-encoded, in data from offset from.
+func findString(data []byte, from int64, s string) int64 {
+	enc, _ := json.Marshal(s)
+	if from < 0 || from > int64(len(data)) {
+		from = 0
+	}
+	if i := bytes.Index(data[from:], enc); i >= 0 {
+		return from + int64(i)
+	}
+	return from
+}

@@ -1,0 +1,103 @@
+package hookbridge
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+var claude = Dialect{Name: "claude", LiteralMatchers: true, TimeoutKeys: []string{"timeout"},
+	Aliases: map[string]string{"Bash": "bash", "Read": "read", "Edit": "edit", "Write": "write"}}
+
+var codex = Dialect{Name: "codex", TimeoutKeys: []string{"timeout", "timeoutSec"}}
+
+func TestParseMatchers(t *testing.T) {
+	cfg, err := Parse([]byte(`{"hooks":{"PreToolUse":[
+	  {"matcher":"Bash|edit","hooks":[{"type":"command","command":"a","timeout":2}]},
+	  {"matcher":"^wr","hooks":[{"command":"b"}]},
+	  {"hooks":[{"type":"prompt","prompt":"x"},{"type":"command","command":"c"}]}],
+	 "Notification":[{"hooks":[{"command":"n"}]}]}}`), "hooks.json", claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := cfg.Points[PointPreToolUse]
+	if len(gs) != 3 || gs[0].Hooks[0].TimeoutMs != 2000 {
+		t.Fatalf("groups %+v", gs)
+	}
+	for _, c := range []struct {
+		g    int
+		tool string
+		want bool
+	}{{0, "bash", true}, {0, "Bash", true}, {0, "edit", true}, {0, "read", false}, {0, "bash_output", false},
+		{1, "write", true}, {1, "bash", false}, {2, "anything", true}} {
+		if got := gs[c.g].Matches(c.tool); got != c.want {
+			t.Errorf("group %d (%q) matches %q = %v, want %v", c.g, gs[c.g].Matcher, c.tool, got, c.want)
+		}
+	}
+	if len(cfg.Skipped) != 2 {
+		t.Errorf("skipped %v, want the prompt hook and Notification", cfg.Skipped)
+	}
+	// Codex matchers are regular expressions; Bash is no alias there.
+	cfg, err = Parse([]byte(`{"PreToolUse":[{"matcher":"Bash","hooks":[{"command":"a","timeoutSec":1}]}]}`), "c.json", codex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.Points[PointPreToolUse][0]; g.Matches("bash") || g.Hooks[0].TimeoutMs != 1000 {
+		t.Errorf("codex group %+v matches bash", g)
+	}
+}
+
+func TestParseErrorsNameFileAndLine(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"{\n\"hooks\": [1]\n}", "f.json:2:"},
+		{"{\n\"PreToolUse\": [{\"matcher\": \"(\", \"hooks\": [{\"command\": \"x\"}]}]}", "f.json:2: PreToolUse[0].matcher"},
+		{"{\"Stop\": [{\"hooks\": [\n\n{\"command\": \"x\", \"timeout\": -1}]}]}", "f.json:3: Stop[0].hooks[0].timeout"},
+		{"[1,", "f.json:1: invalid JSON"},
+	} {
+		_, err := Parse([]byte(c.body), "f.json", claude)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %s", c.body, err, c.want)
+		}
+	}
+}
+
+func TestParseOutput(t *testing.T) {
+	o := ParseOutput(2, "", " no way \n", PointPreToolUse, false)
+	if o.Decision != "block" || o.Reason != "no way" || o.Recorded() != "block" {
+		t.Errorf("exit 2: %+v", o)
+	}
+	o = ParseOutput(0, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"sure?"}}`, "", PointPreToolUse, false)
+	if o.Decision != "ask" || o.Reason != "sure?" {
+		t.Errorf("ask: %+v", o)
+	}
+	o = ParseOutput(0, `{"hookSpecificOutput":{"hookEventName":"PostToolUse","permissionDecision":"deny"}}`, "", PointPreToolUse, false)
+	if o.Decision != "" {
+		t.Errorf("output for another event counted: %+v", o)
+	}
+	o = ParseOutput(0, "plain words", "", PointUserPromptSubmit, true)
+	if o.Context != "plain words" || o.Recorded() != "pass" {
+		t.Errorf("plain context: %+v", o)
+	}
+	if o = ParseOutput(0, "plain words", "", PointPostToolUse, false); o.Context != "" {
+		t.Errorf("plain stdout became context where it is not: %+v", o)
+	}
+	if o = ParseOutput(1, "", "oops", PointStop, false); o.Decision != "" || o.Recorded() != "pass" {
+		t.Errorf("exit 1 blocked: %+v", o)
+	}
+	if o = ParseOutput(0, `{"continue":false,"decision":"approve"}`, "", PointStop, false); !o.Stop || o.Recorded() != "approve" {
+		t.Errorf("continue false: %+v", o)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	m := Merge([]Output{{Decision: "allow"}, {Decision: "ask", Reason: "a"}, {Decision: "block", Reason: "b"}, {Decision: "deny", Reason: "c"}, {Context: "x"}})
+	if m.Decision != "deny" || m.Reason != "b\nc" || len(m.Context) != 1 {
+		t.Errorf("merged %+v", m)
+	}
+	if m := Merge(nil); m.Decision != "" {
+		t.Errorf("empty merge %+v", m)
+	}
+	if s := Summary(strings.Repeat("é", 10), 3); s != "ééé…" {
+		t.Errorf("summary %q", s)
+	}
+}

@@ -1,0 +1,224 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Storage is where sessions persist. The package's Store keeps them as
+// JSONL files; other stores (runtime/session/pgstore) keep the same
+// events elsewhere and build their Sessions with Prepare and Restore, so
+// the format, its checks and the repair of a crashed turn stay here.
+//
+// Open takes the session for one writer: a second Open of a session that
+// is open fails with ErrLocked until the first is closed (or, for a
+// shared store, until its holder is gone).
+type Storage interface {
+	Create(h Header, initial ...Event) (*Session, error)
+	Open(id string) (*Session, error)
+	List() ([]Header, error)
+	// Header reads one session's header without opening it; ErrNotFound
+	// for an unknown id.
+	Header(id string) (Header, error)
+	// Export writes the session as a JSONL session file: the header line
+	// then one line per stored event, byte for byte as the JSONL store
+	// writes them.
+	Export(id string, w io.Writer) error
+}
+
+var _ Storage = (*Store)(nil)
+
+// Record is one event as a store keeps it: its seq and its exact JSON
+// text (one line of a session file, without the newline).
+type Record struct {
+	Seq  int64
+	JSON []byte
+}
+
+// Backend is where an open Session's new events go, for stores other
+// than the JSONL one.
+type Backend interface {
+	// Append stores recs durably after the records stored before, in one
+	// step: all of them or none. An error leaves the session broken
+	// (ErrBroken): it must be reopened, and Open reads what was stored.
+	Append(recs []Record) error
+	// Close releases what the backend holds for the session (its lease).
+	Close() error
+}
+
+// queue adds an encoded event to what the next Flush writes.
+func (s *Session) queue(seq int64, line []byte) {
+	if s.backend != nil {
+		s.recs = append(s.recs, Record{Seq: seq, JSON: line[:len(line)-1]})
+		return
+	}
+	s.pending = append(s.pending, line...)
+}
+
+// flushBackend does flush for a backend session; it is called with mu
+// held and unlocks it.
+func (s *Session) flushBackend() error {
+	recs, id := s.recs, s.st.header.ID
+	s.recs = nil
+	s.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	err := s.backend.Append(recs)
+	if err == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken = fmt.Errorf("session %s: %w: %w", id, ErrBroken, err)
+	return s.broken
+}
+
+// Prepare checks a new session as Store.Create does and encodes it for a
+// store: the header's JSON text and a record per initial event. An empty
+// ID gets a random UUID and a zero CreatedAt the time now returns (nil:
+// the system clock). The store keeps them, then calls Restore.
+func Prepare(h Header, now func() time.Time, initial ...Event) (header []byte, recs []Record, err error) {
+	if now == nil {
+		now = time.Now
+	}
+	h, buf, _, err := prepare(h, func() int64 { return now().UnixMilli() }, initial)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := bytes.SplitAfter(buf, []byte("\n"))
+	header = bytes.TrimSuffix(lines[0], []byte("\n"))
+	for i, l := range lines[1:] {
+		if len(l) == 0 {
+			continue
+		}
+		recs = append(recs, Record{Seq: initial[i].Seq, JSON: bytes.TrimSuffix(l, []byte("\n"))})
+	}
+	return header, recs, nil
+}
+
+// prepare is the checking and encoding Create and Prepare share: the
+// header completed, the file's bytes and the state they make.
+func prepare(h Header, nowMs func() int64, initial []Event) (Header, []byte, *state, error) {
+	if h.Version != FormatVersion {
+		return h, nil, nil, fmt.Errorf("session: create: %w: %d", ErrUnsupportedVersion, h.Version)
+	}
+	if h.ID == "" {
+		h.ID = newID()
+	}
+	if err := checkID(h.ID); err != nil {
+		return h, nil, nil, fmt.Errorf("session: create: %w", err)
+	}
+	if h.CreatedAt == 0 {
+		h.CreatedAt = nowMs()
+	}
+	if h.SeedLength < 0 || h.SeedLength > len(initial) {
+		return h, nil, nil, fmt.Errorf("session: create %s: %w: seedLength %d, but %d initial events",
+			h.ID, ErrInvalidEvent, h.SeedLength, len(initial))
+	}
+	st := &state{header: h}
+	buf, err := h.MarshalJSON()
+	if err != nil {
+		return h, nil, nil, fmt.Errorf("session: create %s: encode header: %w", h.ID, err)
+	}
+	buf = append(buf, '\n')
+	for i, e := range initial {
+		if i == h.SeedLength && st.turn.open {
+			return h, nil, nil, fmt.Errorf("session: create %s: %w: the seed ends inside turn %d", h.ID, ErrInvalidEvent, st.turn.turn)
+		}
+		err := normalize(&e)
+		var line []byte
+		if err == nil {
+			line, err = encodeLine(&e)
+		}
+		if err == nil {
+			err = st.add(e)
+		}
+		if err != nil {
+			return h, nil, nil, fmt.Errorf("session: create %s: %w: initial event %d: %w", h.ID, ErrInvalidEvent, e.Seq, err)
+		}
+		buf = append(buf, line...)
+	}
+	if st.turn.open {
+		return h, nil, nil, fmt.Errorf("session: create %s: %w: the initial events end inside turn %d", h.ID, ErrInvalidEvent, st.turn.turn)
+	}
+	return h, buf, st, nil
+}
+
+// Restore opens a session a store keeps as header and recs (in seq
+// order), with new events going to b. It reads them as Store.Open reads
+// a file, name standing for the file in errors, and repairs the same
+// way: a turn left open is closed with an error result for each
+// unanswered tool call, step/end for an open step and turn/end kind
+// interrupted; the repairs are stored through b before Restore returns
+// (see Session.Recovery). A record whose text is not one event is
+// ErrCorrupt: a store has no torn lines. now stamps new events (nil: the
+// system clock); release, when not nil, is called once by Close.
+func Restore(name string, header []byte, recs []Record, b Backend, now func() time.Time, release func()) (*Session, error) {
+	if now == nil {
+		now = time.Now
+	}
+	nowMs := func() int64 { return now().UnixMilli() }
+	var data bytes.Buffer
+	data.Write(header)
+	data.WriteByte('\n')
+	for i, r := range recs {
+		if r.Seq != int64(i) {
+			return nil, &CorruptError{Path: name, Line: i + 2, Err: fmt.Errorf("record %d has seq %d", i, r.Seq)}
+		}
+		if bytes.ContainsAny(r.JSON, "\r\n") {
+			return nil, &CorruptError{Path: name, Line: i + 2, Err: errors.New("line break inside the record")}
+		}
+		data.Write(r.JSON)
+		data.WriteByte('\n')
+	}
+	st, rec, _, err := parse(data.Bytes(), name, nowMs)
+	if err != nil {
+		return nil, err
+	}
+	if rec.TornLine > 0 || rec.AddedNewline {
+		return nil, &CorruptError{Path: name, Line: rec.TornLine, Err: errors.New("a record is not one JSON event")}
+	}
+	s := &Session{path: name, nowMs: nowMs, release: release, backend: b, st: st, recovery: rec}
+	for _, e := range rec.Closed {
+		line, err := encodeLine(&e)
+		if err != nil {
+			return nil, fmt.Errorf("session: open %s: %w", name, err)
+		}
+		s.queue(e.Seq, line)
+	}
+	if err := s.Flush(); err != nil {
+		return nil, fmt.Errorf("session: open %s: store repairs: %w", name, err)
+	}
+	return s, nil
+}
+
+// Export writes the session file of id to w as it is on disk.
+func (s *Store) Export(id string, w io.Writer) error {
+	path, err := s.find(id)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("session: export %s: %w", id, err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return fmt.Errorf("session: export %s: %w", id, err)
+	}
+	return nil
+}
+
+// Header reads the header of session id without opening it.
+func (s *Store) Header(id string) (Header, error) {
+	path, err := s.find(id)
+	if err != nil {
+		return Header{}, err
+	}
+	return readHeader(path)
+}
