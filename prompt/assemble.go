@@ -71,7 +71,8 @@ func (a *Assembly) SortSections() {
 }
 
 // Assemble resolves every registered section and variable against ac and
-// runs the assemble waterfall. The first provider or hook error ends the
+// runs the assemble waterfall. With a Quota on ctx (WithQuota), static
+// section text is charged to it as it is taken in. The first provider or hook error ends the
 // assembly with a *ProviderError. Assemble sees one consistent snapshot of
 // the registry, whatever updates run concurrently.
 func (r *Registry) Assemble(ctx context.Context, ac AssembleContext) (*Assembly, error) {
@@ -105,8 +106,16 @@ func (st *state) assemble(ctx context.Context, ac AssembleContext) (*Assembly, e
 		Variables: make(map[string]Value, len(st.vars)),
 		Tools:     make([]Tool, len(st.tools)),
 	}
+	q := QuotaFrom(ctx)
 	for _, e := range st.sections {
 		text := e.Text
+		if e.Dynamic == nil && q != nil {
+			// Dynamic text is charged by its provider, before it is
+			// copied; static text here, as the assembly takes it in.
+			if err := q.Charge("", 0, int64(len(text)), ""); err != nil {
+				return nil, &ProviderError{Kind: "section", Name: e.Name, Err: err}
+			}
+		}
 		if e.Dynamic != nil {
 			var err error
 			if text, err = e.Dynamic(ctx, ac); err != nil {

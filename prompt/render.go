@@ -3,6 +3,7 @@ package prompt
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -31,7 +32,13 @@ import (
 //
 // A "}}" with no "{{" before it is ordinary text. Every error is a
 // *RenderError naming the section.
-func Render(a *Assembly) (string, error) {
+func Render(a *Assembly) (string, error) { return RenderLimit(a, 0) }
+
+// RenderLimit is Render with a bound on the rendered prompt's length:
+// past limit bytes (<= 0: no bound) it stops, before writing more, with a
+// *QuotaError. Variables interpolated many times can make a prompt much
+// longer than the text it was assembled from; this keeps that bounded.
+func RenderLimit(a *Assembly, limit int64) (string, error) {
 	var b strings.Builder
 	size := 0
 	for _, s := range a.Sections {
@@ -46,7 +53,7 @@ func Render(a *Assembly) (string, error) {
 			b.WriteString("\n\n")
 		}
 		start := b.Len()
-		if err := renderSection(&b, s.Name, s.Text, a.Variables); err != nil {
+		if err := renderSection(&b, s.Name, s.Text, a.Variables, limit); err != nil {
 			if re, ok := err.(*RenderError); ok {
 				re.Owner = s.Owner
 			}
@@ -69,19 +76,28 @@ func Render(a *Assembly) (string, error) {
 func RenderText(name, text string, vars map[string]Value) (string, error) {
 	var b strings.Builder
 	b.Grow(len(text))
-	if err := renderSection(&b, name, text, vars); err != nil {
+	if err := renderSection(&b, name, text, vars, 0); err != nil {
 		return "", err
 	}
 	return b.String(), nil
 }
 
-func renderSection(b *strings.Builder, section, text string, vars map[string]Value) error {
+func renderSection(b *strings.Builder, section, text string, vars map[string]Value, limit int64) error {
+	over := func(n int) error {
+		if limit > 0 && int64(b.Len()+n) > limit {
+			return &QuotaError{Quota: "whole-prompt quota, rendered (section " + strconv.Quote(section) + ")", Limit: limit, Want: int64(b.Len() + n)}
+		}
+		return nil
+	}
 	// A "}}" exists at or after position p iff lastClose >= p.
 	lastClose := strings.LastIndex(text, "}}")
 	pos := 0 // text[:pos] has been written
 	for {
 		k := strings.Index(text[pos:], "{{")
 		if k < 0 {
+			if err := over(len(text) - pos); err != nil {
+				return err
+			}
 			b.WriteString(text[pos:])
 			return nil
 		}
@@ -103,6 +119,9 @@ func renderSection(b *strings.Builder, section, text string, vars map[string]Val
 			if !v.OK {
 				return renderErr(section, ErrNoValue, text, i, j+2, nil)
 			}
+			if err := over(i - pos + len(v.Text)); err != nil {
+				return err
+			}
 			b.WriteString(text[pos:i])
 			b.WriteString(v.Text)
 			pos = j + 2
@@ -113,6 +132,9 @@ func renderSection(b *strings.Builder, section, text string, vars map[string]Val
 			return renderErr(section, ErrUnbalancedBraces, text, i, end, nil)
 		}
 		// A lone "{{": no "}}" follows, so no later group can complete.
+		if err := over(len(text) - pos); err != nil {
+			return err
+		}
 		b.WriteString(text[pos:])
 		return nil
 	}

@@ -73,6 +73,10 @@ what it registered as JSON:
                  commands to with the default limits: {mode (the kill
                  mode), processes, memory, file_bytes (each {limit, by} or
                  {limit, unenforced: why}), capabilities, agent_proc, scope}
+  bounds         the limits it runs under and its quota use: memory, call,
+                 init and wall-clock timeouts, host bytes per call, prompt
+                 bytes (and those its registrations hold), log bytes per
+                 minute, registrations, state per session (docs/SECURITY.md)
 
 The host registers the harness's sections and variables first, as a
 deployment does, so a plugin claiming one of their names is refused.
@@ -190,6 +194,7 @@ type inspectReport struct {
 	// limits, apart from the kill mode (execjail.Enforced).
 	Exec          execjail.Enforcement `json:"exec"`
 	AssemblyError string               `json:"assembly_error,omitempty"`
+	Bounds        plugin.Bounds        `json:"bounds"`
 	*renderReport
 }
 
@@ -249,6 +254,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 		Tools:         make([]inspectTool, 0, len(c.Tools)),
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
+		Bounds:        p.Bounds(),
 		PromptOrder:   [2]int{lo, hi},
 		Events:        p.GrantedEvents(),
 		Dangling:      p.Dangling(),

@@ -80,10 +80,14 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"tools":         []any{},
 		"subscriptions": []any{},
 		"capabilities":  map[string]any{},
-		"prompt_order":  []any{float64(1), float64(math.MaxInt)},
-		"events":        []any{},
-		"dangling":      []any{},
-		"exec":          jsonValue(t, execjail.Enforced()),
+		"bounds": map[string]any{"call_timeout": "30s", "host_bytes_per_call": float64(256 << 20), "init_timeout": "10s",
+			"log_bytes_per_minute": float64(1 << 20), "max_registrations": float64(1024), "memory_bytes": float64(256 << 20),
+			"prompt_bytes": float64(64 << 10), "prompt_bytes_used": float64(0), "registrations": float64(2),
+			"small_request_bytes": float64(4096), "state_bytes_per_session": float64(16 << 20), "wall_timeout": "15m0s"},
+		"prompt_order": []any{float64(1), float64(math.MaxInt)},
+		"events":       []any{},
+		"dangling":     []any{},
+		"exec":         jsonValue(t, execjail.Enforced()),
 	}
 	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -146,8 +150,14 @@ func TestInspectTestkit(t *testing.T) {
 		Subscriptions: []hostfns.SubscribeRequest{{Event: "turn/start", Mode: "listen"}},
 		// Declared needs are reported, not refused: nothing is granted.
 		Capabilities: hostfns.Capabilities{Env: []string{"HOME"}, Net: []string{"example.com"}},
-		PromptOrder:  [2]int{1, math.MaxInt},
-		Events:       []string{},
+		// The defaults, and what the registrations hold: the static
+		// section's 43 bytes and the two tools' descriptions and schemas
+		// (17+17 + 20+17).
+		Bounds: plugin.Bounds{MemoryBytes: 256 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
+			HostBytesPerCall: 256 << 20, PromptBytes: 64 << 10, PromptBytesUsed: 114, LogBytesPerMinute: 1 << 20,
+			Registrations: 6, MaxRegistrations: 1024, StateBytesPerSession: 16 << 20, SmallRequestBytes: 4096},
+		PromptOrder: [2]int{1, math.MaxInt},
+		Events:      []string{},
 		// {{model}} is the harness's; from_elsewhere must come from
 		// another plugin of the deployment.
 		Dangling: []prompt.Dangling{{Section: "kit:static", Owner: "plugin " + plugin.NameFromSource(kit), Variable: "from_elsewhere"}},

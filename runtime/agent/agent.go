@@ -107,6 +107,9 @@ type Options struct {
 	// MaxContinuations bounds the extra steps agent/turn-stopping
 	// listeners may ask for in one turn; 0 is DefaultMaxContinuations.
 	MaxContinuations int
+	// Bounds of each step's prompt assembly (see bounds.go); zero
+	// values take the defaults.
+	Bounds AssemblyBounds
 }
 
 // Agent drives one conversation: it runs turns on its session, one at a
@@ -124,6 +127,7 @@ type Agent struct {
 	parentID string // the session's parent session, for request metadata
 	maxSteps int
 	cont     ContinueFunc
+	bounds   AssemblyBounds
 
 	permission       PermissionFunc
 	maxContinuations int
@@ -161,6 +165,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("agent: new: %w: missing %v", ErrInvalidOptions, missing)
 	}
+	if opts.Bounds.Timeout < 0 || opts.Bounds.PromptBytes < 0 {
+		return nil, fmt.Errorf("agent: new: %w: Bounds %+v may not be negative", ErrInvalidOptions, opts.Bounds)
+	}
 	if opts.MaxContinuations < 0 {
 		return nil, fmt.Errorf("agent: new: %w: MaxContinuations %d may not be negative", ErrInvalidOptions, opts.MaxContinuations)
 	}
@@ -179,6 +186,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		parentID: h.ParentSession,
 		maxSteps: opts.MaxSteps,
 		cont:     opts.Continue,
+		bounds:   opts.Bounds.withDefaults(),
 
 		permission:       opts.Permission,
 		maxContinuations: opts.MaxContinuations,

@@ -49,7 +49,13 @@ func (s *PluginState) Get(pluginName, sessionID, key string) (json.RawMessage, b
 // Set implements plugin.StateStore: it stores the change and appends it to
 // the session's log, flushed with the turn it happened in.
 func (s *PluginState) Set(pluginName, sessionID, key string, value json.RawMessage) error {
-	if err := s.mem.Set(pluginName, sessionID, key, value); err != nil {
+	return s.SetWithin(pluginName, sessionID, key, value, plugin.MaxStateBytes)
+}
+
+// SetWithin implements plugin.LimitedStateStore: Set under the plugin's
+// own bound (grants.limits.state_bytes).
+func (s *PluginState) SetWithin(pluginName, sessionID, key string, value json.RawMessage, limit int64) error {
+	if err := s.mem.SetWithin(pluginName, sessionID, key, value, limit); err != nil {
 		return err
 	}
 	s.mu.Lock()

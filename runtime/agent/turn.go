@@ -213,7 +213,7 @@ func (t *turnRun) steps(res *TurnResult) *ending {
 			return t.aborted()
 		}
 		ctx, facts := t.facts()
-		asm, system, err := assembleAndRender(ctx, a.registry, facts)
+		asm, system, err := a.bounds.assembleAndRender(ctx, a.registry, facts)
 		if err != nil {
 			return t.fail(n, err)
 		}
@@ -378,20 +378,22 @@ func modelTools(ts []prompt.Tool) []model.Tool {
 	return out
 }
 
-// assembleAndRender builds the system prompt. A panic in a provider or
-// hook (host code, or a bug) fails the prompt like any other error: it
-// ends only this turn.
-func assembleAndRender(ctx context.Context, reg *prompt.Registry, facts *prompt.AgentFacts) (asm *prompt.Assembly, system string, err error) {
+// assembleAndRender builds the system prompt under the agent's assembly
+// bounds (b). A panic in a provider or hook (host code, or a bug) fails
+// the prompt like any other error: it ends only this turn.
+func (b AssemblyBounds) assembleAndRender(ctx context.Context, reg *prompt.Registry, facts *prompt.AgentFacts) (asm *prompt.Assembly, system string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: assembling the prompt panicked: %v", ErrPrompt, r)
 		}
 	}()
+	ctx, cancel := b.context(ctx)
+	defer cancel()
 	asm, err = reg.Assemble(ctx, prompt.AssembleContext{Agent: facts})
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: assemble: %w", ErrPrompt, err)
 	}
-	system, err = prompt.Render(asm)
+	system, err = prompt.RenderLimit(asm, b.PromptBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: render: %w", ErrPrompt, err)
 	}

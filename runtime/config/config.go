@@ -10,9 +10,11 @@
 //	  exec: {allowed: true, timeout: 2m, max_timeout: 10m, output_bytes: 30000,
 //	         env: [GOPATH, CI=1], sandbox: true}
 //	  net:  {allowed_hosts: [api.github.com, "*.githubusercontent.com"],
-//	         response_bytes: 5MiB, allow_private: false}
+//	         response_bytes: 5MiB, timeout: 30s, allow_private: false}
 //	  env:  [GITHUB_TOKEN]
-//	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s}
+//	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s,
+//	           wall_timeout: 15m, host_bytes: 256MiB, prompt_bytes: 64KiB,
+//	           log_bytes: 1MiB, state_bytes: 16MiB}
 //	  prompt: {order: [100, 199]}  # where its sections may sit; default [1, max]
 //	  events: [system-prompt/assemble]  # waterfalls it may join; none by default
 //
@@ -70,6 +72,16 @@ const (
 	DefaultMemory          = 128 * MiB        // grants.limits.memory
 	DefaultCallTimeout     = 30 * time.Second // grants.limits.call_timeout
 	DefaultInitTimeout     = 10 * time.Second // grants.limits.init_timeout
+	// DefaultWallTimeout is grants.limits.wall_timeout: long enough for a
+	// command of grants.exec.max_timeout to finish (ApplyDefaults raises
+	// it to max_timeout + WallSlack when that is longer).
+	DefaultWallTimeout = 15 * time.Minute
+	WallSlack          = time.Minute
+	DefaultNetTimeout  = 30 * time.Second // grants.net.timeout
+	DefaultHostBytes   = 256 * MiB        // grants.limits.host_bytes
+	DefaultPromptBytes = 64 * KiB         // grants.limits.prompt_bytes
+	DefaultLogBytes    = 1 * MiB          // grants.limits.log_bytes, per minute
+	DefaultStateBytes  = 16 * MiB         // grants.limits.state_bytes, per session
 )
 
 // Bounds enforced by Validate.
@@ -82,6 +94,11 @@ const (
 	MaxFileBytes   = 1 << 50        // grants.exec.file_bytes
 	MaxResponse    = 1 * GiB        // grants.net.response_bytes
 	MaxMemory      = 4 * GiB        // grants.limits.memory (the wasm32 maximum)
+	MaxHostBytes   = 4 * GiB        // grants.limits.host_bytes
+	MinHostBytes   = 1 * MiB        // grants.limits.host_bytes
+	MaxPromptBytes = 16 * MiB       // grants.limits.prompt_bytes
+	MaxLogBytes    = 1 * GiB        // grants.limits.log_bytes
+	MaxStateBytes  = 1 * GiB        // grants.limits.state_bytes
 	WasmPageSize   = 64 * KiB
 )
 
@@ -208,6 +225,8 @@ type NetGrant struct {
 	// ResponseBytes caps a response body; longer bodies are truncated and
 	// flagged to the plugin.
 	ResponseBytes ByteSize `yaml:"response_bytes,omitempty"`
+	// Timeout bounds one request, redirects and body included.
+	Timeout time.Duration `yaml:"timeout,omitempty"`
 	// AllowPrivate lets allowed host names resolve to loopback, private
 	// and link-local addresses (intranet services). Off by default, so a
 	// granted name cannot be pointed at the local machine or the cloud
@@ -218,9 +237,24 @@ type NetGrant struct {
 // Limits bound the plugin's own execution.
 type Limits struct {
 	// Memory is the linear memory limit, rounded up to whole 64 KiB pages.
-	Memory      ByteSize      `yaml:"memory,omitempty"`
+	Memory ByteSize `yaml:"memory,omitempty"`
+	// CallTimeout is the compute budget of one call (guest code and the
+	// host's work for it; waits bounded by exec or net timeouts excluded).
 	CallTimeout time.Duration `yaml:"call_timeout,omitempty"`
 	InitTimeout time.Duration `yaml:"init_timeout,omitempty"`
+	// WallTimeout caps one call's wall-clock time, waits included.
+	WallTimeout time.Duration `yaml:"wall_timeout,omitempty"`
+	// HostBytes caps the bytes host functions read and produce for one
+	// call.
+	HostBytes ByteSize `yaml:"host_bytes,omitempty"`
+	// PromptBytes caps the plugin's prompt text: static sections, tool
+	// descriptions and schemas, and per assembly its dynamic sections and
+	// variable values.
+	PromptBytes ByteSize `yaml:"prompt_bytes,omitempty"`
+	// LogBytes caps what the plugin logs per minute.
+	LogBytes ByteSize `yaml:"log_bytes,omitempty"`
+	// StateBytes caps the plugin's host-side state in one session.
+	StateBytes ByteSize `yaml:"state_bytes,omitempty"`
 	// DiskBytes and DiskFiles bound what the plugin adds to the disk
 	// through its fs grants: bytes by file size (sparse holes count) and
 	// files created. Unset means the default (Limits.DiskQuota).
@@ -289,6 +323,27 @@ func (e *Entry) ApplyDefaults() {
 	}
 	if g.Limits.InitTimeout == 0 {
 		g.Limits.InitTimeout = DefaultInitTimeout
+	}
+	if g.Net.Timeout == 0 {
+		g.Net.Timeout = DefaultNetTimeout
+	}
+	if g.Limits.WallTimeout == 0 {
+		g.Limits.WallTimeout = max(DefaultWallTimeout, g.Limits.CallTimeout, g.Limits.InitTimeout)
+		if g.Exec.Allowed {
+			g.Limits.WallTimeout = max(g.Limits.WallTimeout, g.Exec.MaxTimeout+WallSlack)
+		}
+	}
+	if g.Limits.HostBytes == 0 {
+		g.Limits.HostBytes = DefaultHostBytes
+	}
+	if g.Limits.PromptBytes == 0 {
+		g.Limits.PromptBytes = DefaultPromptBytes
+	}
+	if g.Limits.LogBytes == 0 {
+		g.Limits.LogBytes = DefaultLogBytes
+	}
+	if g.Limits.StateBytes == 0 {
+		g.Limits.StateBytes = DefaultStateBytes
 	}
 }
 

@@ -75,10 +75,12 @@ grants:
 			Net: NetGrant{
 				AllowedHosts:  []string{"api.github.com", "*.githubusercontent.com", "localhost:8080"},
 				ResponseBytes: MiB,
+				Timeout:       DefaultNetTimeout,
 				AllowPrivate:  true,
 			},
-			Env:    []string{"GITHUB_TOKEN"},
-			Limits: Limits{Memory: 64 * MiB, CallTimeout: 5 * time.Second, InitTimeout: time.Minute},
+			Env: []string{"GITHUB_TOKEN"},
+			Limits: Limits{Memory: 64 * MiB, CallTimeout: 5 * time.Second, InitTimeout: time.Minute,
+				WallTimeout: DefaultWallTimeout, HostBytes: DefaultHostBytes, PromptBytes: DefaultPromptBytes, LogBytes: DefaultLogBytes, StateBytes: DefaultStateBytes},
 		},
 	}
 	if !reflect.DeepEqual(e, want) {
@@ -194,7 +196,7 @@ func TestLoadErrors(t *testing.T) {
 		{"exec env bad", "source: x\ngrants:\n  exec:\n    env: [OK, 1BAD]\n", `plugins.yaml:4: grants.exec.env[1]: "1BAD": want NAME or NAME=VALUE`},
 		{"exec env not list", "source: x\ngrants:\n  exec:\n    env: PATH\n", `plugins.yaml:4: grants.exec.env: want a list, got str "PATH"`},
 		{"exec sandbox str", "source: x\ngrants:\n  exec:\n    sandbox: 'true'\n", `plugins.yaml:4: grants.exec.sandbox: want true or false, got str "true"`},
-		{"net unknown", "source: x\ngrants:\n  net:\n    hosts: [a]\n", "plugins.yaml:4: grants.net.hosts: unknown field (known: allow_private, allowed_hosts, response_bytes)"},
+		{"net unknown", "source: x\ngrants:\n  net:\n    hosts: [a]\n", "plugins.yaml:4: grants.net.hosts: unknown field (known: allow_private, allowed_hosts, response_bytes, timeout)"},
 		{"net url", "source: x\ngrants:\n  net:\n    allowed_hosts:\n      - ok.example.com\n      - https://api.example.com\n", `plugins.yaml:6: grants.net.allowed_hosts[1]: invalid host pattern "https://api.example.com"`},
 		{"net partial glob", "source: x\ngrants:\n  net:\n    allowed_hosts: [\"api-*.example.com\"]\n", `plugins.yaml:4: grants.net.allowed_hosts[0]: invalid host pattern`},
 		{"net not string", "source: x\ngrants:\n  net:\n    allowed_hosts: [443]\n", `plugins.yaml:4: grants.net.allowed_hosts[0]: want a string, got int "443"`},
@@ -203,7 +205,7 @@ func TestLoadErrors(t *testing.T) {
 		{"net allow_private str", "source: x\ngrants:\n  net:\n    allow_private: 1\n", `plugins.yaml:4: grants.net.allow_private: want true or false, got int "1"`},
 		{"env bad", "source: x\ngrants:\n  env: [HOME, A-B]\n", `plugins.yaml:3: grants.env[1]: "A-B" is not an environment variable name`},
 		{"env with value", "source: x\ngrants:\n  env: [A=1]\n", `plugins.yaml:3: grants.env[0]: "A=1" is not an environment variable name`},
-		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, init_timeout, memory, snapshot)"},
+		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, host_bytes, init_timeout, log_bytes, memory, prompt_bytes, snapshot, state_bytes, wall_timeout)"},
 		{"memory zero", "source: x\ngrants:\n  limits:\n    memory: 0\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory zero unit", "source: x\ngrants:\n  limits:\n    memory: 0MiB\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory over 4GiB", "source: x\ngrants:\n  limits:\n    memory: 5GiB\n", "plugins.yaml:4: grants.limits.memory: 5GiB exceeds the 4GiB maximum"},

@@ -499,7 +499,30 @@ func (d *decoder) grants(n *yaml.Node, field string) Grants {
 	if g.Exec.Timeout != 0 && g.Exec.MaxTimeout != 0 && g.Exec.Timeout > g.Exec.MaxTimeout {
 		d.fail(n, join(field, "exec.timeout"), "%v exceeds max_timeout %v", g.Exec.Timeout, g.Exec.MaxTimeout)
 	}
+	if msg := g.checkWallExec(); msg != "" {
+		d.fail(wallNode(n), join(field, "limits.wall_timeout"), "%s", msg)
+	}
 	return g
+}
+
+// wallNode finds grants.limits.wall_timeout's node under a grants
+// mapping, for the error's line; the mapping itself when absent.
+func wallNode(grants *yaml.Node) *yaml.Node {
+	find := func(m *yaml.Node, key string) *yaml.Node {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return resolve(m.Content[i+1])
+			}
+		}
+		return nil
+	}
+	if v := find(find(grants, "limits"), "wall_timeout"); v != nil {
+		return v
+	}
+	return grants
 }
 
 func (d *decoder) fsGrant(n *yaml.Node, field string) (FSGrant, bool) {
@@ -570,6 +593,7 @@ func (d *decoder) net(n *yaml.Node, field string) NetGrant {
 	d.fields(n, field, map[string]func(*yaml.Node, string){
 		"allowed_hosts": func(v *yaml.Node, f string) { g.AllowedHosts = d.strings(v, f, checkHostPattern) },
 		"allow_private": func(v *yaml.Node, f string) { g.AllowPrivate = d.boolean(v, f) },
+		"timeout":       func(v *yaml.Node, f string) { g.Timeout = d.duration(v, f) },
 		"response_bytes": func(v *yaml.Node, f string) {
 			g.ResponseBytes = d.size(v, f, 1, MaxResponse)
 		},
@@ -583,6 +607,11 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"memory":       func(v *yaml.Node, f string) { l.Memory = d.size(v, f, 1, MaxMemory) },
 		"call_timeout": func(v *yaml.Node, f string) { l.CallTimeout = d.duration(v, f) },
 		"init_timeout": func(v *yaml.Node, f string) { l.InitTimeout = d.duration(v, f) },
+		"wall_timeout": func(v *yaml.Node, f string) { l.WallTimeout = d.duration(v, f) },
+		"host_bytes":   func(v *yaml.Node, f string) { l.HostBytes = d.size(v, f, MinHostBytes, MaxHostBytes) },
+		"prompt_bytes": func(v *yaml.Node, f string) { l.PromptBytes = d.size(v, f, 1, MaxPromptBytes) },
+		"log_bytes":    func(v *yaml.Node, f string) { l.LogBytes = d.size(v, f, 1, MaxLogBytes) },
+		"state_bytes":  func(v *yaml.Node, f string) { l.StateBytes = d.size(v, f, 1, MaxStateBytes) },
 		"disk_bytes":   func(v *yaml.Node, f string) { l.DiskBytes = d.size(v, f, 1, MaxDiskBytes) },
 		"disk_files":   func(v *yaml.Node, f string) { l.DiskFiles = d.count(v, f, 1, MaxDiskFiles) },
 		"snapshot": func(v *yaml.Node, f string) {
@@ -590,6 +619,9 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 			l.Snapshot = &b
 		},
 	})
+	if msg := l.checkWall(); msg != "" {
+		d.fail(wallNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "limits"}, n}, Line: n.Line}), join(field, "wall_timeout"), "%s", msg)
+	}
 	return l
 }
 

@@ -61,6 +61,8 @@ func (e Entry) Validate() error {
 		{"grants.exec.max_timeout", g.Exec.MaxTimeout},
 		{"grants.limits.call_timeout", g.Limits.CallTimeout},
 		{"grants.limits.init_timeout", g.Limits.InitTimeout},
+		{"grants.limits.wall_timeout", g.Limits.WallTimeout},
+		{"grants.net.timeout", g.Net.Timeout},
 	}
 	for _, d := range durations {
 		if d.v != 0 {
@@ -80,14 +82,28 @@ func (e Entry) Validate() error {
 		{"grants.exec.file_bytes", g.Exec.FileBytes, MaxFileBytes},
 		{"grants.net.response_bytes", g.Net.ResponseBytes, MaxResponse},
 		{"grants.limits.memory", g.Limits.Memory, MaxMemory},
+		{"grants.limits.host_bytes", g.Limits.HostBytes, MaxHostBytes},
+		{"grants.limits.prompt_bytes", g.Limits.PromptBytes, MaxPromptBytes},
+		{"grants.limits.log_bytes", g.Limits.LogBytes, MaxLogBytes},
+		{"grants.limits.state_bytes", g.Limits.StateBytes, MaxStateBytes},
 		{"grants.limits.disk_bytes", g.Limits.DiskBytes, MaxDiskBytes},
 	}
 	for _, s := range sizes {
+		lo := ByteSize(1)
+		if s.field == "grants.limits.host_bytes" {
+			lo = MinHostBytes
+		}
 		if s.v != 0 {
-			if msg := checkSize(s.v, 1, s.hi); msg != "" {
+			if msg := checkSize(s.v, lo, s.hi); msg != "" {
 				bad(s.field, msg)
 			}
 		}
+	}
+	if msg := g.Limits.checkWall(); msg != "" {
+		bad("grants.limits.wall_timeout", msg)
+	}
+	if msg := g.checkWallExec(); msg != "" {
+		bad("grants.limits.wall_timeout", msg)
 	}
 	if g.Limits.DiskFiles != 0 {
 		if msg := checkCount(g.Limits.DiskFiles, 1, MaxDiskFiles); msg != "" {
@@ -136,6 +152,41 @@ func (e Entry) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkWall: an explicit wall-clock cap must leave room for the compute
+// budgets it contains.
+func (l Limits) checkWall() string {
+	if l.WallTimeout == 0 {
+		return ""
+	}
+	call, init := l.CallTimeout, l.InitTimeout
+	if call == 0 {
+		call = DefaultCallTimeout
+	}
+	if init == 0 {
+		init = DefaultInitTimeout
+	}
+	if l.WallTimeout < call || l.WallTimeout < init {
+		return fmt.Sprintf("%v is shorter than call_timeout %v or init_timeout %v, which it contains", l.WallTimeout, call, init)
+	}
+	return ""
+}
+
+// checkWallExec: with exec granted, an explicit wall-clock cap must let a
+// command of max_timeout finish.
+func (g Grants) checkWallExec() string {
+	if g.Limits.WallTimeout == 0 || !g.Exec.Allowed {
+		return ""
+	}
+	limit := g.Exec.MaxTimeout
+	if limit == 0 {
+		limit = max(DefaultExecMaxTimeout, g.Exec.Timeout)
+	}
+	if g.Limits.WallTimeout < limit {
+		return fmt.Sprintf("%v is shorter than grants.exec.max_timeout %v: a command the grant allows could not finish", g.Limits.WallTimeout, limit)
+	}
+	return ""
 }
 
 var builtinNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)

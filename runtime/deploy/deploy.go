@@ -103,9 +103,9 @@ type Options struct {
 }
 
 // Limits are deployment-wide bounds. Zero fields take the runtime's
-// defaults. SystemPrompt and Tools enforce them; a session's turns get
-// them from the agent loop's own assembly bounds once it takes them
-// (until then a session's assembly runs under the loop's defaults).
+// defaults (agent.DefaultAssemblyTimeout, agent.DefaultPromptBytes).
+// SystemPrompt and Tools enforce them, and every session's turns run
+// under them (agent.Options.Bounds).
 type Limits struct {
 	// AssemblyTimeout is the deadline of one prompt assembly: every
 	// dynamic section and variable of a step together.

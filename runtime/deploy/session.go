@@ -147,6 +147,8 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		Logger:     d.log,
 		State:      d.state,
 		Permission: opts.Permission,
+		// The deployment's limits bound every step's assembly too.
+		Bounds: agent.AssemblyBounds{Timeout: d.opts.Limits.AssemblyTimeout, PromptBytes: d.opts.Limits.PromptBytes},
 		OnEvent: func(e session.Event) {
 			s.publish(e)
 			if onEvent != nil {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,8 +11,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// A call's compute budget runs down only while the guest computes: host
-// functions pause it on entry and resume it on return. It is enforced by
+// A call's compute budget runs down while the guest computes and while the
+// host works for it (see guard). It is enforced by
 // the host's watchdog, one goroutine that looks at every call in progress
 // each watchdogTick, instead of a timer and a context watcher per call:
 // arming a guard is then a few field writes and two atomic adds, which is
@@ -154,33 +155,59 @@ var epoch = time.Now()
 // makes two (wall and monotonic).
 func monotime() time.Duration { return time.Since(epoch) }
 
-// guard stops one guest call when its compute budget runs out or its
-// caller's context ends. An instance owns one guard and re-arms it for
+// guard stops one guest call when its compute budget or its wall-clock
+// cap runs out, its caller's context ends, or the host stops it (unload,
+// end of the agent, close). An instance owns one guard and re-arms it for
 // each call; its lock orders arming, disarming and the watchdog's checks,
 // so a kill can never reach a later call.
+//
+// The compute budget counts everything the call makes the host do: guest
+// code and host functions alike, so a loop of cheap-to-ask, costly-to-serve
+// host calls runs it down like a loop of guest code. Only a wait that
+// another grant bounds (a command under its exec timeout, an HTTP request
+// under grants.net.timeout) is left out of it, through beginWait and
+// endWait; the wall-clock cap counts those too, so no loop of waits runs
+// forever.
 //
 // With an instrumented module (flag != nil) a kill sets the module's
 // interrupt flag, and the guest traps at its next loop head or function
 // entry; the call runs under a context without cancellation, so wazero
 // adds no per-call watcher. Without one it falls back to cancelling the
 // call's context, which wazero (WithCloseOnContextDone) turns into closing
-// the module.
+// the module. Either way a kill also cancels the context host functions
+// wait under (hostCtx), so a blocked host call returns at once.
 type guard struct {
 	w     *watchdog
 	flag  api.MutableGlobal
 	sleep *sleeper
 
-	mu       sync.Mutex
-	armed    bool
-	ctx      context.Context // the caller's
-	cancel   context.CancelCauseFunc
-	limit    time.Duration
-	used     time.Duration // compute time before start
-	start    time.Duration // when the guest last began computing (monotime)
-	paused   int
-	fired    bool  // the budget ran out
-	canceled error // the caller's context ended
+	// halted mirrors stop != nil for the host functions' lock-free check.
+	halted atomic.Bool
+
+	mu      sync.Mutex
+	armed   bool
+	ctx     context.Context // the caller's
+	cancel  context.CancelCauseFunc
+	hctx    context.Context // host functions' waits; made on first use
+	hcancel context.CancelCauseFunc
+	limit   time.Duration
+	wall    time.Duration // 0: no cap
+	begin   time.Duration // when the call began (monotime)
+	used    time.Duration // compute time before start
+	start   time.Duration // when the call last began counting (monotime)
+	waiting int           // exempt waits in progress
+	stop    error         // why the call was stopped; nil while it may run
 }
+
+// Why a call was stopped by the host rather than by its own limits.
+var (
+	errUnloaded = errors.New("the plugin was unloaded")
+	errAgentEnd = errors.New("the agent ended")
+	errHostDown = errors.New("the plugin host closed")
+	errReplaced = errors.New("the plugin was reloaded")
+	// errDiscarded: an instance that failed is closed; no call runs in it.
+	errDiscarded = errors.New("the instance was discarded")
+)
 
 func newGuard(w *watchdog, flag api.MutableGlobal, sl *sleeper) *guard {
 	g := &guard{w: w, flag: flag, sleep: sl}
@@ -191,10 +218,11 @@ func newGuard(w *watchdog, flag api.MutableGlobal, sl *sleeper) *guard {
 // release forgets the guard when its instance closes.
 func (g *guard) release() { g.w.release(g) }
 
-// arm starts watching a call of ctx with the given budget. It returns the
-// context to call the guest with.
-func (g *guard) arm(ctx context.Context, limit time.Duration) context.Context {
+// arm starts watching a call of ctx with the given compute budget and
+// wall-clock cap (0: none). It returns the context to call the guest with.
+func (g *guard) arm(ctx context.Context, limit, wall time.Duration) context.Context {
 	g.sleep.killed.Store(false)
+	g.halted.Store(false)
 	// Host functions find their instance and call through the module, not
 	// the context, so an instrumented call needs no context of its own.
 	callCtx := context.Background()
@@ -202,16 +230,17 @@ func (g *guard) arm(ctx context.Context, limit time.Duration) context.Context {
 	if g.flag == nil {
 		callCtx, g.cancel = context.WithCancelCause(ctx)
 	}
-	g.armed, g.ctx, g.limit = true, ctx, limit
-	g.used, g.paused, g.fired, g.canceled = 0, 0, false, nil
+	g.armed, g.ctx, g.limit, g.wall = true, ctx, limit, wall
+	g.used, g.waiting, g.stop = 0, 0, nil
 	g.start = monotime()
+	g.begin = g.start
 	g.mu.Unlock()
 	g.w.armed()
 	// A context that has already ended stops the call at once rather
 	// than a tick later.
 	if err := ctx.Err(); err != nil {
 		g.mu.Lock()
-		g.killLocked(false)
+		g.killLocked(fmt.Errorf("call cancelled: %w", context.Cause(ctx)))
 		g.mu.Unlock()
 	}
 	return callCtx
@@ -225,8 +254,8 @@ func (g *guard) disarm() {
 	g.mu.Lock()
 	g.armed = false
 	g.ctx = nil
-	cancel := g.cancel
-	g.cancel = nil
+	cancel, hcancel := g.cancel, g.hcancel
+	g.cancel, g.hctx, g.hcancel = nil, nil, nil
 	g.mu.Unlock()
 	if g.flag != nil && g.flag.Get() != 0 {
 		g.flag.Set(0)
@@ -234,77 +263,130 @@ func (g *guard) disarm() {
 	if cancel != nil {
 		cancel(nil)
 	}
+	if hcancel != nil {
+		hcancel(nil)
+	}
 }
 
-// pause stops the budget while a host function works.
-func (g *guard) pause() {
+// hostCtx is the context host functions of the call in progress wait
+// under: the caller's, cancelled too when the call is stopped for any
+// reason, with that reason as its cause.
+func (g *guard) hostCtx() context.Context {
 	g.mu.Lock()
-	if g.paused == 0 {
+	defer g.mu.Unlock()
+	if !g.armed {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errors.New("no call in progress"))
+		return ctx
+	}
+	if g.hctx == nil {
+		g.hctx, g.hcancel = context.WithCancelCause(g.ctx)
+		if g.stop != nil {
+			g.hcancel(g.stop)
+		}
+	}
+	return g.hctx
+}
+
+// beginWait leaves the time until endWait out of the compute budget (not
+// out of the wall-clock cap): for waits another grant bounds.
+func (g *guard) beginWait() {
+	g.mu.Lock()
+	if g.waiting == 0 {
 		g.used += monotime() - g.start
 	}
-	g.paused++
+	g.waiting++
 	g.mu.Unlock()
 }
 
-// resume starts the budget again when a host function returns; a budget
-// that ran out meanwhile kills at once.
-func (g *guard) resume() {
+// endWait counts compute again; a budget that ran out meanwhile kills at
+// once.
+func (g *guard) endWait() {
 	g.mu.Lock()
-	g.paused--
-	if g.paused == 0 {
+	g.waiting--
+	if g.waiting == 0 {
 		g.start = monotime()
-		if g.armed && g.used >= g.limit {
-			g.killLocked(true)
+		if g.armed && g.stop == nil && g.used >= g.limit {
+			g.killLocked(errBudget)
 		}
 	}
 	g.mu.Unlock()
 }
 
+var errBudget = fmt.Errorf("%w (killed)", ErrComputeBudget)
+
 // check is the watchdog's look at the call at now.
 func (g *guard) check(now time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.armed || g.fired || g.canceled != nil {
+	if !g.armed || g.stop != nil {
 		return
 	}
 	if g.ctx.Err() != nil {
-		g.killLocked(false)
+		g.killLocked(fmt.Errorf("call cancelled: %w", context.Cause(g.ctx)))
+		return
+	}
+	if g.wall > 0 && now-g.begin >= g.wall {
+		g.killLocked(fmt.Errorf("%w of %v (waits included)", ErrWallClock, g.wall))
 		return
 	}
 	used := g.used
-	if g.paused == 0 {
+	if g.waiting == 0 {
 		used += now - g.start
 	}
 	if used >= g.limit {
-		g.killLocked(true)
+		g.killLocked(errBudget)
 	}
 }
 
-// killLocked stops the call, for its budget or for its caller's context.
-func (g *guard) killLocked(budget bool) {
-	if budget {
-		g.fired = true
-	} else if g.canceled == nil {
-		g.canceled = fmt.Errorf("call cancelled: %w", context.Cause(g.ctx))
+// halt stops the call in progress, if any, for why (the host's reason:
+// unload, end of the agent, close). It reports whether a call was running.
+func (g *guard) halt(why error) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.armed {
+		return false
 	}
+	if g.stop == nil {
+		g.killLocked(fmt.Errorf("call cancelled: %w", why))
+	}
+	return true
+}
+
+// killLocked stops the call for err: it wakes a sleeping guest, raises the
+// interrupt flag (or cancels the fallback's context) and cancels what host
+// functions wait on.
+func (g *guard) killLocked(err error) {
+	g.stop = err
+	g.halted.Store(true)
 	g.sleep.killed.Store(true)
 	if g.flag != nil {
 		g.flag.Set(1)
-	} else {
-		g.cancel(ErrComputeBudget)
+	} else if g.cancel != nil {
+		g.cancel(err)
 	}
+	if g.hcancel != nil {
+		g.hcancel(err)
+	}
+}
+
+// stopped returns why the call was stopped, or nil.
+func (g *guard) stopped() error {
+	if !g.halted.Load() {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stop
 }
 
 // why explains a failed guest call.
 func (g *guard) why(err error) error {
 	g.mu.Lock()
-	fired, canceled := g.fired, g.canceled
+	stop := g.stop
 	g.mu.Unlock()
-	switch {
-	case fired:
-		return fmt.Errorf("%w (killed)", ErrComputeBudget)
-	case canceled != nil:
-		return canceled
+	if stop != nil {
+		return stop
 	}
 	return classifyTrap(err)
 }

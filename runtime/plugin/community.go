@@ -298,7 +298,8 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, ext: ext}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, ext: ext,
+		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -307,7 +308,7 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 	if p.interruptible {
 		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
 		if !ok {
-			in.close(ctx)
+			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
 		}
 		in.flag = g
@@ -327,10 +328,14 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		if f == nil {
 			continue
 		}
-		_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+		callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
+		if why := p.halted.Load(); why != nil {
+			in.guard.halt(*why)
+		}
+		_, err = f.Call(callCtx)
 		in.guard.disarm()
 		if err != nil {
-			in.close(ctx)
+			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
 		}
 	}
@@ -349,21 +354,29 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 	if fn == nil {
 		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
+	if a := activeOf(ctx); a != nil {
+		cs.root = a.root
+	}
+	if err := in.acquire(ctx, cs.rootCall()); err != nil {
+		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
+	}
+	defer in.release()
 	if in.closed.Load() {
 		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
 	x := in.ext
 	g := in.guard
-	callCtx := g.arm(ctx, timeout)
+	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
 	defer g.disarm()
+	if why := in.p.halted.Load(); why != nil {
+		g.halt(*why)
+	}
 	cs.ctx, cs.export, cs.guard = ctx, export, g
 	in.cur = cs
 	x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
 	defer func() { in.cur = nil }()
 	fail := func(err error) ([]byte, string, bool, error) {
-		in.closeLocked(ctx)
+		in.closed.Store(true) // finalised by release, when the call lets go
 		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	// Reset the kernel: every block of the last call is gone.

@@ -25,9 +25,10 @@ var ErrUnsupported = errors.New("unsupported host function")
 type extismImpl func(in *instance, x *extismState, cs *callState, stack []uint64) error
 
 // wrapExtism adapts impl: it finds the calling instance from the kernel
-// module, pauses the compute budget while the host works (exactly as
-// wrapHost does for dsh:host/v1: keep the two in step), recovers panics,
-// and turns an error into the abort flag.
+// module, lets the compute budget run while the host works and answers a
+// stopped call without working (exactly as wrapHost does for dsh:host/v1:
+// keep the two in step), recovers panics, and turns an error into the
+// abort flag.
 func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := p.instanceOf(mod)
@@ -43,8 +44,11 @@ func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 			x.abort.Set(1)
 			return
 		}
-		cs.guard.pause()
-		defer cs.guard.resume()
+		if why := cs.guard.stopped(); why != nil {
+			x.abortErr = fmt.Errorf("%s: the call was stopped: %w", name, why)
+			x.abort.Set(1)
+			return
+		}
 		err := func() (err error) {
 			defer func() {
 				if r := recover(); r != nil {
@@ -192,7 +196,10 @@ func extHTTPRequest(in *instance, x *extismState, cs *callState, stack []uint64)
 	if f == nil {
 		return fmt.Errorf("%w: plugin %q is not granted network access (grants.net.allowed_hosts); refused %s", ErrNotGranted, in.p.name, r.URL)
 	}
-	resp, err := f.Fetch(cs.ctx, nr)
+	// grants.net.timeout bounds the request: its wait is left out of the
+	// compute budget, not the wall-clock cap (as dsh:host/v1's).
+	resp, err := f.Fetch(cs.boundedWait(), nr)
+	cs.endBoundedWait()
 	if err != nil {
 		return err
 	}
@@ -233,7 +240,7 @@ func extLog(level slog.Level) extismImpl {
 			return fmt.Errorf("message: %w", err)
 		}
 		msg := strings.ToValidUTF8(string(b[:min(len(b), maxExtismLog)]), "\uFFFD")
-		in.p.log.Log(cs.ctx, level, msg, "stream", "extism")
+		in.p.rateLog(len(msg), func() { in.p.log.Log(cs.ctx, level, msg, "stream", "extism") })
 		return nil
 	}
 }
@@ -286,7 +293,7 @@ func extNotify(kind string) extismImpl {
 		if len(b) > maxExtismLog {
 			b = b[:maxExtismLog]
 		}
-		in.p.log.Log(cs.ctx, level, "mcp "+kind, "stream", "extism", "notification", string(b))
+		in.p.rateLog(len(b), func() { in.p.log.Log(cs.ctx, level, "mcp "+kind, "stream", "extism", "notification", string(b)) })
 		return nil
 	}
 }

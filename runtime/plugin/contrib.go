@@ -27,6 +27,7 @@ type Contribution struct {
 type reg struct {
 	kind string // section, variable, tool, hook
 	name string
+	size int64 // bytes of prompt text it holds in the host (prompt_bytes)
 	d    prompt.Disposer
 	sec  hostfns.SectionRequest
 	tool hostfns.ToolRequest
@@ -44,14 +45,24 @@ type contrib struct {
 	regs    []*reg
 	subs    []hostfns.SubscribeRequest
 	caps    hostfns.Capabilities
+	// static is the prompt text the registrations hold: static sections'
+	// text, tools' descriptions and schemas (Limits.PromptBytes).
+	static int64
 }
 
 func newContrib(p *Plugin) *contrib { return &contrib{p: p} }
 
 func (c *contrib) reset() {
 	c.mu.Lock()
-	c.regs, c.subs, c.caps = nil, nil, hostfns.Capabilities{}
+	c.regs, c.subs, c.caps, c.static = nil, nil, hostfns.Capabilities{}, 0
 	c.mu.Unlock()
+}
+
+// staticBytes is the prompt text the plugin's registrations hold.
+func (c *contrib) staticBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.static
 }
 
 func (c *contrib) count() int { return len(c.regs) + len(c.subs) }
@@ -136,6 +147,7 @@ func (c *contrib) restore() {
 var (
 	errRemoved = errors.New("the plugin is being unloaded or replaced")
 	errLimit   = errors.New("registration limit reached")
+	errQuota   = errors.New("prompt_bytes quota reached")
 )
 
 // withTx runs fn with c.mu held, in the init's transaction, or — when the
@@ -170,6 +182,8 @@ func registrationStatus(err error, plugin string, max int) (hostfns.Status, stri
 		return hostfns.ErrRule, err.Error()
 	case errors.Is(err, errLimit):
 		return hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", plugin, max)
+	case errors.Is(err, errQuota):
+		return hostfns.ErrTooLarge, err.Error()
 	case errors.Is(err, errRemoved):
 		return hostfns.ErrDenied, err.Error()
 	case errors.Is(err, ErrUnresolvedReference):
@@ -184,12 +198,17 @@ func (c *contrib) register(cs *callState, kind, name string, add func(tx *prompt
 		if c.count() >= c.p.limits.MaxRegistrations {
 			return errLimit
 		}
+		if lim := c.p.limits.PromptBytes; r.size > 0 && c.static+r.size > lim {
+			return fmt.Errorf("%w: plugin %q holds %d bytes of prompt text; %s %q would add %d, past grants.limits.prompt_bytes (%d)",
+				errQuota, c.p.name, c.static, kind, name, r.size, lim)
+		}
 		d, err := add(tx)
 		if err != nil {
 			return err
 		}
 		r.d, r.kind, r.name = d, kind, name
 		c.regs = append(c.regs, r)
+		c.static += r.size
 		return nil
 	})
 	if err != nil {
@@ -226,7 +245,7 @@ func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostf
 			return p.sectionText(ctx, ac, name)
 		}
 	}
-	return p.contrib.register(cs, "section", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddSection(s) }, &reg{sec: r})
+	return p.contrib.register(cs, "section", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddSection(s) }, &reg{sec: r, size: int64(len(s.Text))})
 }
 
 func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
@@ -257,7 +276,8 @@ func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.
 		return nil, st, msg
 	}
 	t := prompt.Tool{Name: r.Name, Description: r.Description, Parameters: r.Parameters}
-	return p.contrib.register(cs, "tool", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(t) }, &reg{tool: r})
+	return p.contrib.register(cs, "tool", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(t) },
+		&reg{tool: r, size: int64(len(r.Description) + len(r.Parameters))})
 }
 
 func hostUnregister(kind string) hostImpl {
@@ -276,6 +296,7 @@ func hostUnregister(kind string) hostImpl {
 			if err := c.regs[i].d.Tx(tx); err != nil {
 				return err
 			}
+			c.static -= c.regs[i].size
 			c.regs = append(c.regs[:i], c.regs[i+1:]...)
 			return nil
 		})
@@ -396,6 +417,12 @@ func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Sta
 		payload = json.RawMessage("null")
 	}
 	if err := in.p.h.bus.Emit(cs.activeCtx(in), r.Event, payload); err != nil {
+		if errors.Is(err, ErrDeadlock) {
+			return nil, hostfns.ErrDenied, err.Error()
+		}
+		if cs.guard.stopped() != nil {
+			return nil, hostfns.ErrCanceled, err.Error()
+		}
 		return nil, hostfns.ErrInternal, err.Error()
 	}
 	return nil, 0, ""
@@ -407,9 +434,15 @@ func (p *Plugin) sectionText(ctx context.Context, ac prompt.AssembleContext, nam
 	if err != nil {
 		return "", err
 	}
-	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportSection, p.limits.CallTimeout, []byte(name), in.contextJSON(ac.Agent))
+	cs := p.promptCall(ctx, ac, "section", name)
+	st, out, err := in.invoke(ctx, cs, hostfns.ExportSection, p.limits.CallTimeout, []byte(name), in.contextJSON(ac.Agent))
 	if err != nil {
 		return "", err
+	}
+	if st == hostfns.OutOK {
+		if err := p.chargePrompt(ctx, hostfns.ExportSection, "section", name, out); err != nil {
+			return "", err
+		}
 	}
 	switch {
 	case st == hostfns.OutError:
@@ -422,15 +455,48 @@ func (p *Plugin) sectionText(ctx context.Context, ac prompt.AssembleContext, nam
 	return string(out), nil
 }
 
+// promptCall is the call state of a dynamic section or variable: its
+// output may be no longer than what is left of the plugin's prompt_bytes
+// (less its static text) and of the assembly's whole-prompt quota, and is
+// refused before the host copies it otherwise.
+func (p *Plugin) promptCall(ctx context.Context, ac prompt.AssembleContext, kind, name string) *callState {
+	own := max(p.limits.PromptBytes-p.contrib.staticBytes(), 1)
+	q := prompt.QuotaFrom(ctx)
+	return &callState{facts: ac.Agent, maxOut: max(q.Remaining(p.name, own), 1),
+		quotaErr: func(n int64) error {
+			// Charge refuses what passes a quota, naming it, and charges
+			// nothing then.
+			if err := q.Charge(p.name, own, n, "grants.limits.prompt_bytes"); err != nil {
+				return fmt.Errorf("%s %q: %w", kind, name, err)
+			}
+			return nil
+		}}
+}
+
+// chargePrompt charges a dynamic text to the assembly's quotas.
+func (p *Plugin) chargePrompt(ctx context.Context, export, kind, name string, out []byte) error {
+	own := max(p.limits.PromptBytes-p.contrib.staticBytes(), 1)
+	if err := prompt.QuotaFrom(ctx).Charge(p.name, own, int64(len(out)), "grants.limits.prompt_bytes"); err != nil {
+		return &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %s %q: %w", ErrQuota, kind, name, err)}
+	}
+	return nil
+}
+
 // variableValue asks the plugin for a variable's value.
 func (p *Plugin) variableValue(ctx context.Context, ac prompt.AssembleContext, name string) (string, bool, error) {
 	in, err := p.instanceFor(ctx, ac.Agent)
 	if err != nil {
 		return "", false, err
 	}
-	st, out, err := in.invoke(ctx, &callState{facts: ac.Agent}, hostfns.ExportVariable, p.limits.CallTimeout, []byte(name), in.contextJSON(ac.Agent))
+	cs := p.promptCall(ctx, ac, "variable", name)
+	st, out, err := in.invoke(ctx, cs, hostfns.ExportVariable, p.limits.CallTimeout, []byte(name), in.contextJSON(ac.Agent))
 	if err != nil {
 		return "", false, err
+	}
+	if st == hostfns.OutOK {
+		if err := p.chargePrompt(ctx, hostfns.ExportVariable, "variable", name, out); err != nil {
+			return "", false, err
+		}
 	}
 	switch st {
 	case hostfns.OutNoValue:

@@ -27,8 +27,12 @@
 // # Compute budget
 //
 // Every export call runs under the plugin's call timeout (init under its
-// init timeout). The budget counts guest compute only: it pauses while the
-// guest is blocked in a host call, whose own timeouts govern it. A
+// init timeout). The budget counts guest compute and the host's work for
+// the guest; only waits another grant bounds (exec_run, http_request) are
+// left out, outside init. A wall-clock cap (Limits.WallTimeout) counts
+// everything. Unload, EndAgent and Close stop calls in progress instead
+// of waiting for them, and a wait-for graph refuses call cycles between
+// instances (ErrDeadlock). A
 // watchdog goroutine per host (running only while calls happen) checks
 // the calls in progress every few milliseconds; when a budget runs out or
 // the caller's context ends, it sets the module's interrupt flag, the

@@ -22,6 +22,17 @@ var (
 	ErrTrap = errors.New("plugin trapped")
 	// ErrComputeBudget: a call exceeded its compute budget and was killed.
 	ErrComputeBudget = errors.New("plugin exceeded its compute budget")
+	// ErrWallClock: a call exceeded its wall-clock cap
+	// (grants.limits.wall_timeout), which counts waits too, and was
+	// killed.
+	ErrWallClock = errors.New("plugin exceeded its wall-clock cap")
+	// ErrDeadlock: a call would wait for an instance held by a call that
+	// waits, directly or not, for this one (two plugins emitting each
+	// other's events, say); it is refused instead of waiting forever.
+	ErrDeadlock = errors.New("plugin call would deadlock")
+	// ErrQuota: a plugin's output or registrations exceed one of its
+	// byte quotas (grants.limits.*), or a prompt its whole-prompt quota.
+	ErrQuota = errors.New("plugin exceeded a byte quota")
 	// ErrBadOutput: an export returned output the host cannot accept.
 	ErrBadOutput = errors.New("plugin returned bad output")
 	// ErrGuest: an export reported an error of its own.

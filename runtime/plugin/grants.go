@@ -35,6 +35,8 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 	spec := Spec{
 		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
 		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout,
+			WallTimeout: g.Limits.WallTimeout, HostBytes: int64(g.Limits.HostBytes), PromptBytes: int64(g.Limits.PromptBytes),
+			LogBytes: int64(g.Limits.LogBytes), StateBytes: int64(g.Limits.StateBytes),
 			NoSnapshot: g.Limits.Snapshot != nil && !*g.Limits.Snapshot},
 	}
 	return spec, nil
@@ -69,7 +71,7 @@ func (p *Plugin) openSandbox() error {
 	}
 	if len(g.Net.AllowedHosts) > 0 {
 		f, err := netguard.New(netguard.Options{AllowedHosts: g.Net.AllowedHosts,
-			MaxResponseBytes: int64(g.Net.ResponseBytes), AllowPrivateAddresses: g.Net.AllowPrivate})
+			MaxResponseBytes: int64(g.Net.ResponseBytes), AllowPrivateAddresses: g.Net.AllowPrivate, Timeout: g.Net.Timeout})
 		if err != nil {
 			return fmt.Errorf("grants.net: %w", err)
 		}
@@ -297,13 +299,36 @@ func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjai
 	}
 }
 
+// exec_run waits under the command's timeout (grants.exec), which bounds
+// it, so the wait is left out of the compute budget, not out of the
+// wall-clock cap; it ends when the call is stopped.
 var hostExecRun = hostExec(func(_ *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error) {
-	res, err := m.Run(cs.ctx, cmd)
+	ctx := cs.boundedWait()
+	res, err := m.Run(ctx, cmd)
+	cs.endBoundedWait()
 	r := toExecResult(res)
 	spill[0].result(&r.Stdout)
 	spill[1].result(&r.Stderr)
 	return r, err
 })
+
+// boundedWait starts a wait another grant bounds (an exec timeout, the net
+// timeout; later a subagent's own budget): it is left out of the compute
+// budget, except in dsh_init and dsh_setup, whose budget counts every
+// wait. It returns the context to wait under, which ends when the call is
+// stopped. Pair it with endBoundedWait.
+func (cs *callState) boundedWait() context.Context {
+	if !cs.init && !cs.setup {
+		cs.guard.beginWait()
+	}
+	return cs.guard.hostCtx()
+}
+
+func (cs *callState) endBoundedWait() {
+	if !cs.init && !cs.setup {
+		cs.guard.endWait()
+	}
+}
 
 // A background task outlives the call that started it, so it runs under
 // the session's lifetime (Host.EndAgent), not the call's context.
@@ -358,7 +383,11 @@ func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 	if f == nil {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted network access (grants.net.allowed_hosts)", in.p.name)
 	}
-	resp, err := f.Fetch(cs.ctx, netguard.Request{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body, BodyBase64: r.BodyBase64})
+	// grants.net.timeout bounds the request, so its wait is left out of
+	// the compute budget (not the wall-clock cap).
+	ctx := cs.boundedWait()
+	resp, err := f.Fetch(ctx, netguard.Request{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body, BodyBase64: r.BodyBase64})
+	cs.endBoundedWait()
 	if err != nil {
 		switch {
 		case errors.Is(err, netguard.ErrHostNotAllowed), errors.Is(err, netguard.ErrSchemeNotAllowed),

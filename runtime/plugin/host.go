@@ -84,12 +84,30 @@ type Spec struct {
 type Limits struct {
 	// MemoryPages caps linear memory, in 64 KiB pages.
 	MemoryPages uint32
-	// CallTimeout is the compute budget of one call.
+	// CallTimeout is the compute budget of one call: guest code and the
+	// host's work for it, not waits another grant bounds.
 	CallTimeout time.Duration
-	// InitTimeout is the compute budget of dsh_init and dsh_setup.
+	// InitTimeout is the compute budget of dsh_init and dsh_setup, which
+	// counts every wait.
 	InitTimeout time.Duration
+	// WallTimeout caps one export call's wall-clock time, waits included.
+	WallTimeout time.Duration
 	// MaxRegistrations caps sections + variables + tools + subscriptions.
 	MaxRegistrations int
+	// HostBytes caps the bytes the host reads and produces for one
+	// export call's host functions (requests and responses).
+	HostBytes int64
+	// PromptBytes caps the plugin's prompt text: its static sections,
+	// tool descriptions and schemas, plus, in each assembly, its dynamic
+	// sections and variable values.
+	PromptBytes int64
+	// LogBytes caps what the plugin logs per minute (log and stdio);
+	// the rest is dropped.
+	LogBytes int64
+	// StateBytes caps the plugin's host-side state in one session (with
+	// a StateStore that implements LimitedStateStore, as the built-in
+	// ones do).
+	StateBytes int64
 	// NoSnapshot makes every instance run the module's initialiser instead
 	// of starting from an image of a freshly initialised instance (see
 	// image.go).
@@ -101,7 +119,11 @@ const (
 	DefaultMemoryPages      = 4096 // 256 MiB
 	DefaultCallTimeout      = 30 * time.Second
 	DefaultInitTimeout      = 10 * time.Second
+	DefaultWallTimeout      = 15 * time.Minute
 	DefaultMaxRegistrations = 1024
+	DefaultHostBytes        = 256 << 20
+	DefaultPromptBytes      = 64 << 10
+	DefaultLogBytes         = 1 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -114,8 +136,23 @@ func (l Limits) withDefaults() Limits {
 	if l.InitTimeout == 0 {
 		l.InitTimeout = DefaultInitTimeout
 	}
+	if l.WallTimeout == 0 {
+		l.WallTimeout = max(DefaultWallTimeout, l.CallTimeout, l.InitTimeout)
+	}
 	if l.MaxRegistrations == 0 {
 		l.MaxRegistrations = DefaultMaxRegistrations
+	}
+	if l.HostBytes == 0 {
+		l.HostBytes = DefaultHostBytes
+	}
+	if l.PromptBytes == 0 {
+		l.PromptBytes = DefaultPromptBytes
+	}
+	if l.LogBytes == 0 {
+		l.LogBytes = DefaultLogBytes
+	}
+	if l.StateBytes == 0 {
+		l.StateBytes = MaxStateBytes
 	}
 	return l
 }
@@ -137,6 +174,9 @@ type Host struct {
 	mu      sync.RWMutex
 	plugins map[string]*Plugin
 	closed  bool
+	// loading is the plugin a Load or Reload is initialising (guarded by
+	// mu), so that Close can stop its dsh_init rather than wait for it.
+	loading *Plugin
 	// loadMu serialises loads, unloads and reloads, which are registry
 	// updates that may run guest code.
 	loadMu sync.Mutex
@@ -199,6 +239,8 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
+	h.setLoading(p)
+	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
 	err = h.reg.Update(func(tx *prompt.Tx) error {
 		if err := p.runInit(ctx, tx); err != nil {
@@ -207,7 +249,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 		return h.checkNewDangling(tx, dangling)
 	})
 	if err != nil {
-		p.close(ctx)
+		p.close(errDiscarded)
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
 	h.mu.Lock()
@@ -216,7 +258,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 		// leave a plugin nobody will unload.
 		h.mu.Unlock()
 		h.reg.Update(func(tx *prompt.Tx) error { return p.contrib.removeAll(tx) })
-		p.close(ctx)
+		p.close(errHostDown)
 		return nil, fmt.Errorf("load plugin %q: %w", name, ErrClosed)
 	}
 	h.plugins[name] = p
@@ -229,7 +271,8 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 // Reload replaces a loaded plugin with spec: the new module's init runs
 // and its contribution replaces the old one in one registry update, so an
 // assembly sees the old set or the new, never a mix. If the new init
-// fails, the old plugin stays loaded and untouched.
+// fails, the old plugin stays loaded and untouched. Calls still running in
+// the old plugin are stopped ("the plugin was reloaded"), as by Unload.
 func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
@@ -247,6 +290,8 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
+	h.setLoading(p)
+	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
 	err = h.reg.Update(func(tx *prompt.Tx) error {
 		if err := old.contrib.removeAll(tx); err != nil {
@@ -259,7 +304,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	})
 	if err != nil {
 		old.contrib.restore()
-		p.close(ctx)
+		p.close(errDiscarded)
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
 	old.deactivate()
@@ -267,21 +312,28 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.mu.Lock()
 	h.plugins[name] = p
 	h.mu.Unlock()
-	old.close(ctx)
+	old.close(errReplaced)
 	h.logDangling(name, dangling)
 	return p, nil
 }
 
-// Unload removes a plugin's contribution and closes its instances.
+// Unload removes a plugin's contribution and closes its instances. Calls
+// in progress are stopped (they fail "call cancelled: the plugin was
+// unloaded") and their commands killed; Unload waits for them at most
+// about a second, never for a guest or a command to finish.
 func (h *Host) Unload(ctx context.Context, name string) error {
+	return h.unload(ctx, name, errUnloaded)
+}
+
+func (h *Host) unload(ctx context.Context, name string, why error) error {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
-	return h.unloadLocked(ctx, name)
+	return h.unloadLocked(ctx, name, why)
 }
 
 // unloadLocked is Unload with loadMu held. Sections of other plugins that
 // referenced the plugin's variables are logged as dangling.
-func (h *Host) unloadLocked(ctx context.Context, name string) error {
+func (h *Host) unloadLocked(ctx context.Context, name string, why error) error {
 	dangling := h.reg.Dangling()
 	h.mu.Lock()
 	p := h.plugins[name]
@@ -290,15 +342,28 @@ func (h *Host) unloadLocked(ctx context.Context, name string) error {
 	if p == nil {
 		return fmt.Errorf("unload plugin %q: %w", name, ErrNotLoaded)
 	}
+	// Stop the plugin's calls before taking the registry's lock: a call
+	// registering from the load-time instance holds it.
+	p.haltAll(why)
 	err := h.reg.Update(func(tx *prompt.Tx) error { return p.contrib.removeAll(tx) })
 	p.deactivate()
-	p.close(ctx)
+	p.close(why)
 	h.bus.EmitContained(ctx, events.EventPluginUnloaded, PluginEvent{Name: name})
 	if err != nil {
 		return fmt.Errorf("unload plugin %q: %w", name, err)
 	}
 	h.logDangling(name, dangling)
 	return nil
+}
+
+func (h *Host) setLoading(p *Plugin) {
+	h.mu.Lock()
+	h.loading = p
+	closed := h.closed
+	h.mu.Unlock()
+	if closed && p != nil {
+		p.haltAll(errHostDown)
+	}
 }
 
 // PluginEvent is the payload of plugin/loaded and plugin/unloaded.
@@ -325,7 +390,9 @@ func (h *Host) Plugins() []string {
 	return names
 }
 
-// EndAgent closes every instance that belongs to the agent.
+// EndAgent closes every instance that belongs to the agent: a call in
+// progress is stopped and the agent's commands are killed. It waits at
+// most about a second per plugin, never for a guest or a command.
 func (h *Host) EndAgent(ctx context.Context, agentID string) {
 	h.mu.RLock()
 	ps := make([]*Plugin, 0, len(h.plugins))
@@ -333,8 +400,14 @@ func (h *Host) EndAgent(ctx context.Context, agentID string) {
 		ps = append(ps, p)
 	}
 	h.mu.RUnlock()
+	// Stop the agent's calls and commands in every plugin first, so that
+	// they wind down together and the closes below wait closeWait in all.
 	for _, p := range ps {
-		p.endAgent(ctx, agentID)
+		p.haltAgent(agentID)
+	}
+	deadline := time.Now().Add(closeWait)
+	for _, p := range ps {
+		p.endAgent(agentID, deadline)
 	}
 }
 
@@ -348,13 +421,23 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.closed = true
 	names := make([]string, 0, len(h.plugins))
-	for n := range h.plugins {
+	ps := make([]*Plugin, 0, len(h.plugins))
+	for n, p := range h.plugins {
 		names = append(names, n)
+		ps = append(ps, p)
+	}
+	if h.loading != nil {
+		ps = append(ps, h.loading)
 	}
 	h.mu.Unlock()
+	// Stop every call of every plugin at once, so that the unloads below
+	// find them winding down rather than wait for each in turn.
+	for _, p := range ps {
+		p.haltAll(errHostDown)
+	}
 	var errs []error
 	for _, n := range names {
-		if err := h.Unload(ctx, n); err != nil && !errors.Is(err, ErrNotLoaded) {
+		if err := h.unload(ctx, n, errHostDown); err != nil && !errors.Is(err, ErrNotLoaded) {
 			errs = append(errs, err)
 		}
 	}

@@ -69,9 +69,13 @@ var hostImpls = map[string]hostImpl{
 }
 
 // wrapHost adapts impl to the calling convention. It validates the
-// pointers, the size and the UTF-8 of the request, pauses the compute
-// budget while the host works, and delivers the result. It never panics:
-// a panic in impl is recovered and reported to the guest as ErrInternal.
+// pointers, the size and the UTF-8 of the request, charges the call's
+// host byte budget, and delivers the result. The compute budget keeps
+// running while the host works (see guard): only waits another grant
+// bounds leave it out. A call that has been stopped (its budget, its wall
+// cap, its caller, or the host) gets ErrCanceled from every later host
+// call, before any work. It never panics: a panic in impl is recovered
+// and reported to the guest as ErrInternal.
 // setupNeutral are the host functions whose answers in dsh_setup are the
 // same for every agent: logging, and the load-time functions, which a
 // per-agent instance's setup may call but which register nothing. A setup
@@ -95,10 +99,12 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 			cs.scoped = true // this dsh_setup's outcome may depend on the agent
 		}
 		in.pending = nil // a payload not taken is gone at the next host call
-		cs.guard.pause()
-		defer cs.guard.resume()
 		inPtr, inLen := uint32(stack[0]), uint32(stack[1])
 		outPtr, outCap := uint32(stack[2]), uint32(stack[3])
+		if err := cs.guard.stopped(); err != nil {
+			stack[0] = in.deliver(hostfns.ErrCanceled, []byte(f.Name+": the call was stopped: "+err.Error()), outPtr, outCap)
+			return
+		}
 		st, payload := in.serve(f, impl, cs, inPtr, inLen, outPtr, outCap)
 		stack[0] = in.deliver(st, payload, outPtr, outCap)
 	}
@@ -115,8 +121,11 @@ func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, i
 	if uint64(outPtr)+uint64(outCap) > uint64(memSize) {
 		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: out buffer %#x+%d is outside guest memory (%d bytes)", f.Name, outPtr, outCap, memSize))
 	}
-	if inLen > hostfns.MaxRequestBytes {
-		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d", f.Name, inLen, hostfns.MaxRequestBytes))
+	if limit, why := in.p.requestLimit(f.Name); inLen > limit {
+		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d%s", f.Name, inLen, limit, why))
+	}
+	if !cs.chargeHost(in.p, int64(inLen)) {
+		return hostfns.ErrLimit, []byte(fmt.Sprintf("%s: this call's host byte budget (grants.limits.host_bytes, %d bytes) is spent", f.Name, in.p.limits.HostBytes))
 	}
 	req, ok := in.mem.Read(inPtr, inLen)
 	if !ok {
@@ -135,7 +144,45 @@ func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, i
 	if st != hostfns.StatusOK {
 		return st, []byte(f.Name + ": " + msg)
 	}
+	if !cs.chargeHost(in.p, int64(len(resp))) {
+		return hostfns.ErrLimit, []byte(fmt.Sprintf("%s: a response of %d bytes would pass this call's host byte budget (grants.limits.host_bytes, %d bytes)", f.Name, len(resp), in.p.limits.HostBytes))
+	}
 	return hostfns.StatusOK, resp
+}
+
+// chargeHost counts n bytes of host work against the call's host byte
+// budget; false when it would pass it (nothing is charged then).
+func (cs *callState) chargeHost(p *Plugin, n int64) bool {
+	if cs.hostBytes+n > p.limits.HostBytes {
+		return false
+	}
+	cs.hostBytes += n
+	return true
+}
+
+// smallRequest caps the requests of host functions whose requests are
+// small by nature (a name, a key, an id): a longer one is refused before
+// the host reads it.
+const smallRequest = 4 << 10
+
+// requestLimit is the largest request the host reads for fn, and what
+// sets it when that is not hostfns.MaxRequestBytes.
+func (p *Plugin) requestLimit(fn string) (uint32, string) {
+	switch fn {
+	case hostfns.FnStateGet, hostfns.FnEnvGet, hostfns.FnExecPoll, hostfns.FnExecKill,
+		hostfns.FnSectionUnregister, hostfns.FnVariableUnregister, hostfns.FnToolUnregister,
+		hostfns.FnVariableRegister, hostfns.FnEventSubscribe:
+		return smallRequest, " (its requests are small by nature)"
+	case hostfns.FnCapabilities:
+		return 64 << 10, " (its requests are small by nature)"
+	case hostfns.FnSectionRegister, hostfns.FnToolRegister:
+		// The text counts against prompt_bytes once decoded; JSON may
+		// escape a byte in up to six.
+		if l := 6*p.limits.PromptBytes + smallRequest; l < hostfns.MaxRequestBytes {
+			return uint32(l), fmt.Sprintf(" (the plugin's grants.limits.prompt_bytes is %d)", p.limits.PromptBytes)
+		}
+	}
+	return hostfns.MaxRequestBytes, ""
 }
 
 // deliver writes payload to the out buffer if it fits, or keeps it for
@@ -219,7 +266,7 @@ func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, s
 	if len(msg) > maxLog {
 		msg = msg[:maxLog] + "…(truncated)"
 	}
-	in.p.log.Log(cs.ctx, level, msg)
+	in.p.rateLog(len(msg), func() { in.p.log.Log(cs.ctx, level, msg) })
 	return nil, 0, ""
 }
 
@@ -305,7 +352,13 @@ func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Stat
 	if string(r.Value) == "null" {
 		r.Value = nil
 	}
-	if err := in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value); err != nil {
+	var err error
+	if ls, ok := in.p.h.state.(LimitedStateStore); ok {
+		err = ls.SetWithin(in.p.name, stateScope(cs), r.Key, r.Value, in.p.limits.StateBytes)
+	} else {
+		err = in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value)
+	}
+	if err != nil {
 		if errors.Is(err, ErrStateFull) {
 			return nil, hostfns.ErrLimit, err.Error()
 		}

@@ -34,10 +34,20 @@ type instance struct {
 	loadTime bool
 	agentID  string
 
-	mu     sync.Mutex // one call at a time
-	closed atomic.Bool
-	stack  []uint64
-	// Valid while a call is in progress (mu held).
+	// sem is the instance's lock: one call at a time (see lock.go); owner
+	// is the root of the chain of calls holding it.
+	sem   chan struct{}
+	owner atomic.Pointer[callState]
+	// closed: no new call may start; the call holding sem, if any,
+	// finalises the instance when it lets go. closing is closed with it,
+	// for calls waiting for sem; done when the instance is finalised.
+	closed    atomic.Bool
+	closing   chan struct{}
+	closeOnce sync.Once
+	finalized bool // guarded by sem
+	done      chan struct{}
+	stack     []uint64
+	// Valid while a call is in progress (sem held).
 	cur     *callState
 	pending []byte      // an oversized host-function result awaiting take
 	req     jsonobj.Obj // host functions' parsed request, reused
@@ -81,6 +91,18 @@ type callState struct {
 	scoped bool       // dsh_setup called a host function that is not setupNeutral
 	facts  *prompt.AgentFacts
 	export string
+	// hostBytes is what the call's host functions read and produced so
+	// far, against Limits.HostBytes.
+	hostBytes int64
+	// maxOut, when positive, caps the export's output payload: the
+	// output is refused (ErrQuota) before the host copies it.
+	maxOut int64
+	// quotaErr explains an output past maxOut (the quota it passes).
+	quotaErr func(n int64) error
+	// root is the outermost call of this call's chain (nil: this one);
+	// waitingFor, on a root, is the instance its chain waits for.
+	root       *callState
+	waitingFor atomic.Pointer[instance]
 	// subagentRuns counts the children this call started (subagent_run).
 	subagentRuns int
 }
@@ -92,6 +114,7 @@ type activeKey struct{}
 
 type activeSet struct {
 	inst *instance
+	root *callState // the chain's outermost call
 	next *activeSet
 }
 
@@ -184,7 +207,8 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard}
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard,
+		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
 		in.agentID = facts.ID
 	}
@@ -192,7 +216,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if p.interruptible {
 		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
 		if !ok {
-			in.close(ctx)
+			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
 		}
 		in.flag = g
@@ -204,7 +228,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if alloc.imaged {
 		if err := img.restore(mod, p.snapGlobals); err != nil {
-			in.close(ctx)
+			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("from image: %w", err)}
 		}
 		in.fromImage = true
@@ -221,11 +245,15 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 				continue
 			}
 			in.enterMem()
-			_, err = f.Call(in.guard.arm(ctx, p.limits.InitTimeout))
+			callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
+			if why := p.halted.Load(); why != nil {
+				in.guard.halt(*why)
+			}
+			_, err = f.Call(callCtx)
 			in.guard.disarm()
 			in.leaveMem()
 			if err != nil {
-				in.close(ctx)
+				in.close(errDiscarded)
 				return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
 			}
 		}
@@ -234,7 +262,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
-		in.close(ctx)
+		in.close(errDiscarded)
 		return nil, err
 	}
 	p.mu.Lock()
@@ -252,7 +280,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		err = &CallError{Plugin: p.name, Export: hostfns.ExportSetup, Err: fmt.Errorf("%w: %s", ErrGuest, out)}
 	}
 	if err != nil {
-		in.close(ctx)
+		in.close(errDiscarded)
 		return nil, err
 	}
 	if !cs.scoped {
@@ -266,7 +294,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
 	in.enterMem()
-	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout))
+	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout, in.p.limits.WallTimeout))
 	in.guard.disarm()
 	in.leaveMem()
 	if err != nil {
@@ -284,22 +312,54 @@ func (in *instance) checkVersion(ctx context.Context) error {
 // expired just as a call returned — closed by wazero.
 func (in *instance) isClosed() bool { return in.closed.Load() || in.mod.IsClosed() }
 
-// close closes the module. It waits for a call in progress to end.
-func (in *instance) close(ctx context.Context) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.closeLocked(ctx)
+// close stops the call in progress, if any (for why: the plugin was
+// unloaded, the agent ended...), and closes the module. It never waits
+// for a guest or a command: the stopped call lets go at its next check or
+// as soon as its host function sees its context cancelled; close waits
+// for that at most closeWait, and past it the call finalises the instance
+// itself when it ends. It reports whether the instance is finalised.
+func (in *instance) close(why error) bool {
+	return in.closeBy(why, time.Now().Add(closeWait))
 }
 
-func (in *instance) closeLocked(ctx context.Context) {
-	if in.closed.Swap(true) {
+// closeBy is close waiting until deadline at most, so that closing many
+// instances waits closeWait in all, not for each.
+func (in *instance) closeBy(why error, deadline time.Time) bool {
+	in.closed.Store(true)
+	in.closeOnce.Do(func() { close(in.closing) })
+	if in.guard != nil {
+		in.guard.halt(why)
+	}
+	select {
+	case in.sem <- struct{}{}:
+	default:
+		t := time.NewTimer(max(time.Until(deadline), 0))
+		defer t.Stop()
+		select {
+		case in.sem <- struct{}{}:
+		case <-t.C:
+			return false
+		}
+	}
+	in.finalize()
+	<-in.sem
+	return true
+}
+
+// finalize releases the module and what the instance holds; the caller
+// holds sem.
+func (in *instance) finalize() {
+	if in.finalized {
 		return
 	}
+	in.finalized = true
+	in.closed.Store(true)
+	in.closeOnce.Do(func() { close(in.closing) })
 	in.p.byModule.Delete(in.mod)
-	in.mod.Close(context.WithoutCancel(ctx))
+	in.mod.Close(context.Background())
 	if in.ext != nil {
 		in.p.byModule.Delete(in.ext.kernel)
-		in.ext.kernel.Close(context.WithoutCancel(ctx))
+		in.ext.kernel.Close(context.Background())
 	}
 	in.logw.Close()
 	if in.jail != nil {
@@ -308,6 +368,7 @@ func (in *instance) closeLocked(ctx context.Context) {
 	if in.guard != nil {
 		in.guard.release()
 	}
+	close(in.done)
 }
 
 // errInstanceClosed: the instance was discarded (a trap, a cancelled
@@ -326,8 +387,13 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if fn == nil {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
+	if a := activeOf(ctx); a != nil {
+		cs.root = a.root
+	}
+	if err := in.acquire(ctx, cs.rootCall()); err != nil {
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+	}
+	defer in.release()
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
@@ -338,8 +404,11 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
 	}
 	g := in.guard
-	callCtx := g.arm(ctx, timeout)
+	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
 	defer g.disarm()
+	if why := in.p.halted.Load(); why != nil {
+		g.halt(*why) // the plugin is going: this call stops at once
+	}
 	cs.ctx = ctx
 	cs.export = export
 	cs.guard = g
@@ -350,7 +419,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	defer in.leaveMem()
 
 	fail := func(err error) (hostfns.OutStatus, []byte, error) {
-		in.closeLocked(ctx)
+		in.closed.Store(true) // finalised by release, when the call lets go
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	size := len(parts) - 1
@@ -379,6 +448,17 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if n > hostfns.MaxOutputBytes {
 		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
 	}
+	if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
+		// Refused before the host copies it; the guest is whole, so its
+		// instance stays.
+		err := fmt.Errorf("%d bytes of output, %d allowed", n-1, cs.maxOut)
+		if cs.quotaErr != nil {
+			if qe := cs.quotaErr(int64(n) - 1); qe != nil {
+				err = qe
+			}
+		}
+		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrQuota, err)}
+	}
 	b, ok := in.mem.Read(optr, n)
 	if !ok {
 		return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
@@ -394,7 +474,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 // functions whose work can call back into plugins (event_emit): a call
 // back into this instance is then refused as reentrant.
 func (cs *callState) activeCtx(in *instance) context.Context {
-	return context.WithValue(cs.ctx, activeKey{}, &activeSet{inst: in, next: activeOf(cs.ctx)})
+	return context.WithValue(cs.guard.hostCtx(), activeKey{}, &activeSet{inst: in, root: cs.rootCall(), next: activeOf(cs.ctx)})
 }
 
 func activeOf(ctx context.Context) *activeSet {
@@ -446,7 +526,8 @@ func newLineLogger(p *Plugin) *lineLogger {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 4096), 64<<10)
 		for sc.Scan() {
-			p.log.Info(sc.Text(), "stream", "stdio")
+			line := sc.Text()
+			p.rateLog(len(line), func() { p.log.Info(line, "stream", "stdio") })
 		}
 		io.Copy(io.Discard, pr)
 	}()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -51,6 +52,10 @@ type Plugin struct {
 	byModule sync.Map
 
 	contrib *contrib
+	logs    logRate // Limits.LogBytes
+	// halted, once set by haltAll, stops every call of the plugin as it
+	// starts: it is being unloaded or its host closed.
+	halted atomic.Pointer[error]
 
 	mu         sync.Mutex
 	loadCreate sync.Mutex // held while the load-time instance is re-created
@@ -314,8 +319,12 @@ func (p *Plugin) deactivate() {
 	}
 }
 
-// close closes every instance and the runtime.
-func (p *Plugin) close(ctx context.Context) {
+// close stops every call in progress (for why), kills the plugin's
+// commands, and closes every instance and the runtime. It waits for
+// nothing longer than closeWait: a call that has not let go by then (it
+// has been told to stop) closes its instance when it does, and the
+// runtime closes after the last one.
+func (p *Plugin) close(why error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -329,31 +338,136 @@ func (p *Plugin) close(ctx context.Context) {
 	slots := p.agents
 	p.agents = map[string]*agentSlot{}
 	p.mu.Unlock()
+	// Stop every call first, so that they all wind down together, then
+	// kill the commands they may be waiting for.
+	for _, in := range insts {
+		in.guard.halt(why)
+	}
 	for _, s := range slots {
-		<-s.ready
+		if in := s.ready2(); in != nil {
+			in.guard.halt(why)
+		}
+	}
+	p.closeSandbox()
+	deadline := time.Now().Add(closeWait)
+	var late []*instance
+	var lateSlots []*agentSlot
+	for _, s := range slots {
+		if !s.waitReady(deadline) {
+			lateSlots = append(lateSlots, s)
+			continue
+		}
 		if s.inst != nil {
 			insts = append(insts, s.inst)
 		}
 	}
 	for _, in := range insts {
-		in.close(ctx)
+		if !in.closeBy(why, deadline) {
+			late = append(late, in)
+		}
 	}
-	p.closeSandbox()
-	if err := p.rt.Close(ctx); err != nil {
+	if len(late) == 0 && len(lateSlots) == 0 {
+		p.closeRuntime()
+		return
+	}
+	// Stragglers: close the runtime once they are done (each was told to
+	// stop, so that is soon), without making the caller wait.
+	go func() {
+		for _, s := range lateSlots {
+			<-s.ready
+			if s.inst != nil {
+				s.inst.close(why)
+				late = append(late, s.inst)
+			}
+		}
+		for _, in := range late {
+			<-in.done
+		}
+		p.closeRuntime()
+	}()
+}
+
+// haltAll stops every call in progress in the plugin's instances, and
+// its commands with them (their waits end with the calls' contexts).
+func (p *Plugin) haltAll(why error) {
+	p.halted.CompareAndSwap(nil, &why)
+	p.mu.Lock()
+	insts := []*instance{}
+	if p.load != nil {
+		insts = append(insts, p.load)
+	}
+	for _, s := range p.agents {
+		if in := s.ready2(); in != nil {
+			insts = append(insts, in)
+		}
+	}
+	p.mu.Unlock()
+	for _, in := range insts {
+		in.guard.halt(why)
+	}
+}
+
+func (p *Plugin) closeRuntime() {
+	if err := p.rt.Close(context.Background()); err != nil {
 		p.log.Warn("close runtime", "err", err)
 	}
 	p.closeImages()
 }
 
-func (p *Plugin) endAgent(ctx context.Context, agentID string) {
+// ready2 returns the slot's instance if it is ready, without waiting.
+func (s *agentSlot) ready2() *instance {
+	select {
+	case <-s.ready:
+		return s.inst
+	default:
+		return nil
+	}
+}
+
+// waitReady waits for the slot's instance until deadline.
+func (s *agentSlot) waitReady(deadline time.Time) bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-s.ready:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// haltAgent stops the agent's call in progress, if any, and kills its
+// commands; endAgent then closes its instance.
+func (p *Plugin) haltAgent(agentID string) {
+	p.mu.Lock()
+	s := p.agents[agentID]
+	p.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if in := s.ready2(); in != nil {
+		in.guard.halt(errAgentEnd)
+	}
+	if s.facts != nil && s.facts.Session != "" {
+		p.endExecScope(s.facts.Session)
+	}
+}
+
+// endAgent stops the agent's call in progress and its commands, and closes
+// its instance, waiting until deadline at most.
+func (p *Plugin) endAgent(agentID string, deadline time.Time) {
 	p.mu.Lock()
 	s := p.agents[agentID]
 	delete(p.agents, agentID)
 	p.mu.Unlock()
 	if s != nil {
-		<-s.ready
-		if s.inst != nil {
-			s.inst.close(ctx)
+		if in := s.ready2(); in != nil {
+			in.guard.halt(errAgentEnd)
 		}
 	}
 	scope := "agent:" + agentID
@@ -364,6 +478,21 @@ func (p *Plugin) endAgent(ctx context.Context, agentID string) {
 	p.mu.Lock()
 	delete(p.appended, scope)
 	p.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if !s.waitReady(deadline) {
+		go func() {
+			<-s.ready
+			if s.inst != nil {
+				s.inst.close(errAgentEnd)
+			}
+		}()
+		return
+	}
+	if s.inst != nil {
+		s.inst.closeBy(errAgentEnd, deadline)
+	}
 }
 
 // Instances reports how many instances are open: the load-time one and
@@ -410,7 +539,7 @@ func (p *Plugin) instanceFor(ctx context.Context, facts *prompt.AgentFacts) (*in
 			return s.inst, nil
 		}
 		// A discarded instance: release it (idempotent) and replace it.
-		s.inst.close(ctx)
+		s.inst.close(errDiscarded)
 		p.mu.Lock()
 		if p.agents[facts.ID] == s {
 			delete(p.agents, facts.ID)
@@ -422,14 +551,18 @@ func (p *Plugin) instanceFor(ctx context.Context, facts *prompt.AgentFacts) (*in
 	p.agents[facts.ID] = s
 	p.mu.Unlock()
 	s.inst, s.err = p.newInstance(ctx, false, facts)
-	if s.err != nil {
-		p.mu.Lock()
-		if p.agents[facts.ID] == s {
-			delete(p.agents, facts.ID)
-		}
-		p.mu.Unlock()
+	p.mu.Lock()
+	gone := p.agents[facts.ID] != s // the plugin closed or the agent ended meanwhile
+	if s.err != nil && !gone {
+		delete(p.agents, facts.ID)
 	}
+	p.mu.Unlock()
 	close(s.ready)
+	if gone && s.err == nil {
+		// Whoever removed the slot closes its instance (at once, or when
+		// it is ready); this call must not use it.
+		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
 	return s.inst, s.err
 }
 
@@ -448,7 +581,7 @@ func (p *Plugin) loadInstance(ctx context.Context) (*instance, error) {
 		return load, nil
 	}
 	if load != nil {
-		load.close(ctx) // idempotent: releases what wazero's close left
+		load.close(errDiscarded) // idempotent: releases what wazero's close left
 	}
 	if initing {
 		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: errors.New("the load-time instance is still initialising")}
@@ -460,7 +593,7 @@ func (p *Plugin) loadInstance(ctx context.Context) (*instance, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		inst.close(ctx)
+		inst.close(errUnloaded)
 		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
 	}
 	p.load = inst

@@ -116,7 +116,7 @@ func (h *Host) CheckReferences(ctx context.Context) error {
 			break
 		}
 		for _, name := range victims {
-			if err := h.unloadLocked(ctx, name); err != nil && !errors.Is(err, ErrNotLoaded) {
+			if err := h.unloadLocked(ctx, name, errUnloaded); err != nil && !errors.Is(err, ErrNotLoaded) {
 				errs = append(errs, err)
 			}
 		}

@@ -17,10 +17,19 @@ type StateStore interface {
 	Set(plugin, session, key string, value json.RawMessage) error
 }
 
+// LimitedStateStore is a StateStore that takes each plugin's own bound
+// (grants.limits.state_bytes): SetWithin is Set with limit in place of
+// MaxStateBytes. The host uses it when the store implements it.
+type LimitedStateStore interface {
+	StateStore
+	SetWithin(plugin, session, key string, value json.RawMessage, limit int64) error
+}
+
 // ErrStateFull: a plugin's state for one session reached its size limit.
 var ErrStateFull = errors.New("plugin state full")
 
-// MaxStateBytes caps one plugin's state in one session.
+// MaxStateBytes caps one plugin's state in one session, unless its
+// grants set another bound (Limits.StateBytes).
 const MaxStateBytes = 16 << 20
 
 // MemoryState is an in-memory StateStore. OnSet, when set, is told of
@@ -47,6 +56,11 @@ func (m *MemoryState) Get(plugin, session, key string) (json.RawMessage, bool, e
 
 // Set implements StateStore.
 func (m *MemoryState) Set(plugin, session, key string, value json.RawMessage) error {
+	return m.SetWithin(plugin, session, key, value, MaxStateBytes)
+}
+
+// SetWithin implements LimitedStateStore.
+func (m *MemoryState) SetWithin(plugin, session, key string, value json.RawMessage, limit int64) error {
 	m.mu.Lock()
 	k := [2]string{plugin, session}
 	kv := m.data[k]
@@ -59,9 +73,9 @@ func (m *MemoryState) Set(plugin, session, key string, value json.RawMessage) er
 				size += len(k2) + len(v)
 			}
 		}
-		if size > MaxStateBytes {
+		if int64(size) > limit {
 			m.mu.Unlock()
-			return fmt.Errorf("%w: plugin %q would hold %d bytes in session %q (limit %d)", ErrStateFull, plugin, size, session, MaxStateBytes)
+			return fmt.Errorf("%w: plugin %q would hold %d bytes in session %q (limit %d)", ErrStateFull, plugin, size, session, limit)
 		}
 		if kv == nil {
 			kv = map[string]json.RawMessage{}

@@ -86,9 +86,12 @@ func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 		return nil, hostfns.ErrDenied, "this host runs no subagent providers"
 	}
 	// The wait is the child's time, bounded by the child's own limits and
-	// the parent's cancellation; the compute budget is paused around every
-	// host call, so it does not count.
-	res, err := s.Run(cs.ctx, *cs.facts, r)
+	// the parent's cancellation: a bounded wait, left out of the compute
+	// budget (not out of the call's wall-clock cap), and ended when the
+	// call is stopped.
+	ctx := cs.boundedWait()
+	res, err := s.Run(ctx, *cs.facts, r)
+	cs.endBoundedWait()
 	if err != nil {
 		return nil, hostfns.ErrInternal, fmt.Sprintf("provider %q: %v", r.Provider, err)
 	}

@@ -430,6 +430,7 @@ func (e *env) finish() {
 	e.t.Helper()
 	e.legit()
 	e.checkLeaks()
+	defer e.lifecycle()
 	for dir, before := range e.watched {
 		after := snapshot(e.t, dir)
 		for p, b := range before {
@@ -448,6 +449,30 @@ func (e *env) finish() {
 	}
 }
 
+// legitBound is how long a legitimate call may take after an attack (a
+// fresh instance included) on a loaded two-core machine.
+const legitBound = 5 * time.Second
+
+// lifecycle proves the host's lifecycle still answers promptly after the
+// attack: EndAgent, Unload of every plugin, then Close (the suite's
+// cleanup Close then finds it closed).
+func (e *env) lifecycle() {
+	e.t.Helper()
+	e.within("EndAgent after the attack", closeBound, func() { e.host.EndAgent(e.ctx, e.main.ID) })
+	for _, n := range e.host.Plugins() {
+		e.within("Unload "+n+" after the attack", closeBound, func() {
+			if err := e.host.Unload(e.ctx, n); err != nil {
+				e.t.Errorf("unload %s: %v", n, err)
+			}
+		})
+	}
+	e.within("Close after the attack", closeBound, func() {
+		if err := e.host.Close(e.ctx); err != nil {
+			e.t.Errorf("close: %v", err)
+		}
+	})
+}
+
 // legit proves the host still serves legitimate work after the attack:
 // the attacker's own benign tool when it is still loaded (on a re-created
 // instance if the attack killed one), otherwise a benign plugin loaded
@@ -458,9 +483,15 @@ func (e *env) legit() {
 	tool := "benign_ok"
 	if p := e.host.Plugin("attacker"); p != nil && slices.ContainsFunc(p.Contribution().Tools, func(t hostfns.ToolRequest) bool { return t.Name == "ok" }) {
 		tool = "ok"
+		start := time.Now()
 		r, err := e.call(e.main, tool, map[string]string{"path": e.ws + "/hello.txt"})
 		if err != nil || r.IsError || r.Text != helloText {
 			e.t.Errorf("legitimate call to the attacker after the attack: %+v, %v", r, err)
+		}
+		// Normal time: milliseconds; an attack that left the host busy
+		// or a lock held shows as seconds.
+		if took := time.Since(start); took > legitBound {
+			e.t.Errorf("the legitimate call after the attack took %v", took)
 		}
 	} else if e.host.Plugin("benign") == nil {
 		if _, err := e.load("benign", "attacker", map[string]any{"prefix": "benign_", "self": "benign"}, e.fsGrant(), defaultLimits); err != nil {
@@ -518,7 +549,11 @@ func (e *env) agentTurn(tool string) {
 		e.t.Fatalf("agent: %v", err)
 	}
 	defer a.Close(e.ctx)
+	start := time.Now()
 	res, err := a.Prompt(e.ctx, "read hello.txt")
+	if took := time.Since(start); took > legitBound {
+		e.t.Errorf("an agent turn after the attack took %v", took)
+	}
 	e.recordErr(err)
 	e.record(res.Text)
 	if err != nil || res.End.Kind != session.EndCompleted || res.Steps != 2 || res.Text != "the tool said: "+helloText {

@@ -28,7 +28,7 @@ type hostileAttack struct {
 // them.
 func hostileAttacks() []hostileAttack {
 	var all []hostileAttack
-	for _, group := range [][]hostileAttack{fsAttacks(), fsBoundsAttacks(), execAttacks(), netAttacks(), computeAttacks(), abiAttacks(), registryAttacks(), promptAttacks(), moduleAttacks(), bwrapAttacks(), execIsoAttacks(), communityAttacks()} {
+	for _, group := range [][]hostileAttack{fsAttacks(), fsBoundsAttacks(), execAttacks(), netAttacks(), computeAttacks(), abiAttacks(), registryAttacks(), promptAttacks(), moduleAttacks(), bwrapAttacks(), execIsoAttacks(), communityAttacks(), boundsAttacks()} {
 		all = append(all, group...)
 	}
 	return all
