@@ -286,6 +286,7 @@ func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjai
 			if st != 0 {
 				return nil, st, msg
 			}
+			t.quota = in.p.DiskQuota() // saved output counts against the plugin's disk quota
 			spill[0], spill[1] = newSpillWriters(t, int(in.p.sandbox.grants.Exec.OutputBytes))
 			cmd.StdoutTee, cmd.StderrTee = spill[0], spill[1]
 		}

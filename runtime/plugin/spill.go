@@ -18,8 +18,9 @@ import (
 // inside a writable granted root, reached through an os.Root of that root
 // so that no symlink leads out of it.
 type spillTarget struct {
-	root string // the granted root's host path
-	rel  string // the directory, relative to root
+	root  string        // the granted root's host path
+	rel   string        // the directory, relative to root
+	quota *fsjail.Quota // the plugin's disk quota, charged before each write; nil: none
 }
 
 // spillTargetFor checks the spill_dir of an exec request: absolute, clean,
@@ -117,19 +118,41 @@ func (w *spillWriter) save(p []byte) error {
 	if w.path == "" {
 		flags |= os.O_CREATE | os.O_EXCL
 	}
-	f, err := r.OpenFile(filepath.Join(w.t.rel, w.name), flags, 0o600)
-	if err != nil {
-		return err
-	}
 	if w.path == "" {
-		w.path = filepath.Join(w.t.root, w.t.rel, w.name)
 		p = append(w.buf, p...)
-		w.buf = nil
 	}
 	if room := hostfns.MaxSpillBytes - w.saved; int64(len(p)) > room {
 		p, w.full = p[:room], true
 	}
+	// The host writes this file for the plugin, so it is charged to the
+	// plugin's disk quota like a file the plugin wrote itself: the file,
+	// then every byte, before it is written. Past the quota the saved
+	// copy stops, marked truncated.
+	newFiles := int64(0)
+	if w.path == "" {
+		newFiles = 1
+	}
+	if q := w.t.quota; q != nil {
+		if err := q.Charge(int64(len(p)), newFiles); err != nil {
+			w.full = true
+			return err
+		}
+	}
+	f, err := r.OpenFile(filepath.Join(w.t.rel, w.name), flags, 0o600)
+	if err != nil {
+		if q := w.t.quota; q != nil {
+			q.Release(int64(len(p)), newFiles)
+		}
+		return err
+	}
+	if w.path == "" {
+		w.path = filepath.Join(w.t.root, w.t.rel, w.name)
+		w.buf = nil
+	}
 	n, err := f.Write(p)
+	if q := w.t.quota; q != nil && n < len(p) {
+		q.Release(int64(len(p)-n), 0)
+	}
 	w.saved += int64(n)
 	if cerr := f.Close(); err == nil {
 		err = cerr

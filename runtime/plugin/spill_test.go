@@ -91,3 +91,68 @@ func TestExecSpill(t *testing.T) {
 		t.Fatalf("spill escaped through a symlink: %v", entries)
 	}
 }
+
+// TestExecSpillChargesDiskQuota: the file the host saves a command's
+// output into counts against the plugin's disk quota (grants.limits.
+// disk_bytes), like a file the plugin wrote; past the quota the saved copy
+// stops and says so, and the disk holds no more than the quota allows.
+func TestExecSpillChargesDiskQuota(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		quota config.ByteSize
+	}{{"room", 1 << 20}, {"over", 2000}} {
+		t.Run(c.name, func(t *testing.T) {
+			ws, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHost(t)
+			g := &config.Grants{
+				FS:     []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}},
+				Exec:   config.ExecGrant{Allowed: true, OutputBytes: 100},
+				Limits: config.Limits{DiskBytes: c.quota},
+			}
+			p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: g, Config: cfg(t, map[string]any{"tools": []string{"probe"}})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := json.Marshal(hostfns.ExecRequest{Command: "seq 1 1000", SpillDir: filepath.Join(ws, "scratch")})
+			args, _ := json.Marshal([]map[string]string{{"fn": hostfns.FnExecRun, "req": string(req)}})
+			r, err := h.CallTool(bg, &prompt.AgentFacts{ID: "a", Session: "s", Cwd: ws}, "probe", args)
+			if err != nil || r.IsError {
+				t.Fatalf("probe: %+v, %v", r, err)
+			}
+			var out []probeOut
+			if err := json.Unmarshal([]byte(r.Text), &out); err != nil {
+				t.Fatal(err)
+			}
+			var res hostfns.ExecResult
+			if err := json.Unmarshal([]byte(out[0].Message), &res); err != nil {
+				t.Fatalf("%v: %s", err, out[0].Message)
+			}
+			used, files := p.DiskQuota().Used()
+			size := int64(0)
+			if res.Stdout.SpillPath != "" {
+				fi, err := os.Stat(res.Stdout.SpillPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size = fi.Size()
+			}
+			switch c.name {
+			case "room":
+				if res.Stdout.SpillTruncated || size != 3893 || used != size || files != 1 {
+					t.Fatalf("saved %d bytes (truncated %v); quota charged %d bytes, %d files; want 3893, 3893, 1",
+						size, res.Stdout.SpillTruncated, used, files)
+				}
+			case "over":
+				if used > int64(c.quota) || size > int64(c.quota) || used != size {
+					t.Fatalf("saved %d bytes; quota charged %d of %d", size, used, c.quota)
+				}
+				if res.Stdout.SpillPath != "" && !res.Stdout.SpillTruncated {
+					t.Fatalf("a copy cut by the quota is not marked truncated: %+v", res.Stdout)
+				}
+			}
+		})
+	}
+}
