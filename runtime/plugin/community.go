@@ -317,27 +317,9 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 	for name := range p.exports {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
-	// The data segments (made passive by PrepareSnapshot), then the
-	// reactor's initialiser. Community plugins always start fresh.
-	init := []string{hostfns.ExportInitialize}
-	if p.prepared {
-		init = []string{interrupt.DataExport, hostfns.ExportInitialize}
-	}
-	for _, name := range init {
-		f := mod.ExportedFunction(name)
-		if f == nil {
-			continue
-		}
-		callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
-		if why := p.halted.Load(); why != nil {
-			in.guard.halt(*why)
-		}
-		_, err = f.Call(callCtx)
-		in.guard.disarm()
-		if err != nil {
-			in.close(errDiscarded)
-			return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
-		}
+	// Community plugins always start fresh.
+	if err := in.initialise(ctx); err != nil {
+		return nil, err
 	}
 	return in, nil
 }

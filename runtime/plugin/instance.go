@@ -233,29 +233,8 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		}
 		in.fromImage = true
 	} else {
-		// A fresh instance: the data segments (made passive by
-		// PrepareSnapshot), then the reactor's initialiser.
-		init := []string{hostfns.ExportInitialize}
-		if p.prepared {
-			init = []string{interrupt.DataExport, hostfns.ExportInitialize}
-		}
-		for _, name := range init {
-			f := mod.ExportedFunction(name)
-			if f == nil {
-				continue
-			}
-			in.enterMem()
-			callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
-			if why := p.halted.Load(); why != nil {
-				in.guard.halt(*why)
-			}
-			_, err = f.Call(callCtx)
-			in.guard.disarm()
-			in.leaveMem()
-			if err != nil {
-				in.close(errDiscarded)
-				return nil, &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
-			}
+		if err := in.initialise(ctx); err != nil {
+			return nil, err
 		}
 		if p.snapshots {
 			p.capture(mod, env)
@@ -289,6 +268,36 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		p.captureSetup(mod, env)
 	}
 	return in, nil
+}
+
+// initialise runs a fresh instance's start-up: the data segments (made
+// passive by PrepareSnapshot), then the reactor's initialiser, each under
+// the init budget. On failure the instance is closed.
+func (in *instance) initialise(ctx context.Context) error {
+	p := in.p
+	init := []string{hostfns.ExportInitialize}
+	if p.prepared {
+		init = []string{interrupt.DataExport, hostfns.ExportInitialize}
+	}
+	for _, name := range init {
+		f := in.mod.ExportedFunction(name)
+		if f == nil {
+			continue
+		}
+		in.enterMem()
+		callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
+		if why := p.halted.Load(); why != nil {
+			in.guard.halt(*why)
+		}
+		_, err := f.Call(callCtx)
+		in.guard.disarm()
+		in.leaveMem()
+		if err != nil {
+			in.close(errDiscarded)
+			return &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
+		}
+	}
+	return nil
 }
 
 func (in *instance) checkVersion(ctx context.Context) error {
