@@ -2,8 +2,10 @@ package deepseek
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,15 +20,19 @@ import (
 func TestConcurrentSessionsReuseConnections(t *testing.T) {
 	const sessions, waves = 24, 3
 	var conns atomic.Int32
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request, call int) {
+	s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
 		startSSE(w)
 		writeSSE(w, contentDelta("ok"), chunkJSON(`{}`, "stop"), "[DONE]")
-	})
+	}))}
+	// Set before the server starts: its goroutines read it.
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			conns.Add(1)
 		}
 	}
+	s.Start()
+	t.Cleanup(s.Close)
 	p := newProvider(t, s, nil, func(c *Config) { c.HTTPClient = nil })
 	if p.client.Transport != sharedTransport() {
 		t.Fatal("a provider without an HTTP client does not use the shared transport")
