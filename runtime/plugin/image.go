@@ -110,6 +110,9 @@ func (p *Plugin) capture(mod api.Module, env string) {
 	if !p.snapshots {
 		return
 	}
+	if m := mod.Memory(); m == nil || m.Size() < minImageBytes {
+		return // initialising is cheaper than mapping an image
+	}
 	p.images.mu.Lock()
 	if p.images.closed || p.images.byEnv[env] != nil {
 		p.images.mu.Unlock()
@@ -209,6 +212,12 @@ func newImage(mod api.Module, globals []string) (*image, error) {
 }
 
 const pageSize = 65536
+
+// minImageBytes is the smallest initialised memory worth an image. Below
+// it (a C guest's 128 KiB, say) running the initialiser again costs less
+// than reserving and mapping the image: 93 µs against 258 µs for bench-c
+// in `go run ./bench -only "new agent"`.
+const minImageBytes = 1 << 20
 
 // memGuard is an instance's memory that calls must mark themselves in,
 // because it is not on the Go heap (see mmapMemory).
