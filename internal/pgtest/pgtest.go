@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -58,7 +58,7 @@ func start() {
 		adminDSN = dsn
 		return
 	}
-	root, err := repoRoot()
+	root, err := guestbuild.ModuleRoot()
 	if err != nil {
 		startErr = err
 		return
@@ -85,23 +85,6 @@ func start() {
 		return
 	}
 	adminDSN = strings.TrimSpace(string(out))
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("pgtest: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // DB returns the DSN of a new, empty database on the test server. It
