@@ -13,7 +13,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 	"github.com/spf13/cobra"
 )
 
@@ -191,10 +190,10 @@ type inspectReport struct {
 	Events        []string                   `json:"events"`
 	Dangling      []prompt.Dangling          `json:"dangling"`
 	// Exec is what this machine holds commands to under the default exec
-	// limits, apart from the kill mode (execjail.Enforced).
-	Exec          execjail.Enforcement `json:"exec"`
-	AssemblyError string               `json:"assembly_error,omitempty"`
-	Bounds        plugin.Bounds        `json:"bounds"`
+	// limits, apart from the kill mode (plugin.ExecEnforced).
+	Exec          plugin.ExecEnforcement `json:"exec"`
+	AssemblyError string                 `json:"assembly_error,omitempty"`
+	Bounds        plugin.Bounds          `json:"bounds"`
 	*renderReport
 }
 
@@ -258,7 +257,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 		PromptOrder:   [2]int{lo, hi},
 		Events:        p.GrantedEvents(),
 		Dangling:      p.Dangling(),
-		Exec:          execjail.Enforced(),
+		Exec:          plugin.ExecEnforced(),
 	}
 	if p.ABI() == plugin.ABIDsh {
 		r.ABI = hostfns.ABIVersion // Load refuses any other version

@@ -18,7 +18,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
 
 // TestMain points the default compilation cache at the tests' shared
@@ -87,7 +86,7 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"prompt_order": []any{float64(1), float64(math.MaxInt)},
 		"events":       []any{},
 		"dangling":     []any{},
-		"exec":         jsonValue(t, execjail.Enforced()),
+		"exec":         jsonValue(t, plugin.ExecEnforced()),
 	}
 	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -161,7 +160,7 @@ func TestInspectTestkit(t *testing.T) {
 		// {{model}} is the harness's; from_elsewhere must come from
 		// another plugin of the deployment.
 		Dangling: []prompt.Dangling{{Section: "kit:static", Owner: "plugin " + plugin.NameFromSource(kit), Variable: "from_elsewhere"}},
-		Exec:     execjail.Enforced(),
+		Exec:     plugin.ExecEnforced(),
 	}
 	if g, w := mustMarshal(t, r), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -209,7 +208,7 @@ func TestInspectExecLimits(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	x, sys := r.Exec, execjail.Enforced()
+	x, sys := r.Exec, plugin.ExecEnforced()
 	if x.Mode != string(sys.Mode) || x.Processes.Limit != int64(config.DefaultExecProcesses) ||
 		x.Memory.Limit != int64(config.DefaultExecMemory) || x.FileBytes.Limit != int64(config.DefaultExecFileBytes) ||
 		x.FileBytes.By != "RLIMIT_FSIZE" || x.Capabilities == "" || x.Scope == "" {

@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/netguard"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 )
 
 // Capabilities is what a plugin declares it needs.

@@ -185,7 +185,7 @@ func (f FSGrant) Resolve(workspace string) (string, error) {
 	return cleanPath(workspace), nil
 }
 
-// ExecGrant allows running commands (see runtime/sandbox/execjail).
+// ExecGrant allows running commands (see internal/sandbox/execjail).
 type ExecGrant struct {
 	Allowed bool `yaml:"allowed,omitempty"`
 	// Timeout applies to a command that asks for none.
@@ -216,7 +216,7 @@ type ExecGrant struct {
 	Sandbox bool `yaml:"sandbox,omitempty"`
 }
 
-// NetGrant allows HTTP(S) requests (see runtime/sandbox/netguard).
+// NetGrant allows HTTP(S) requests (see internal/sandbox/netguard).
 type NetGrant struct {
 	// AllowedHosts are netguard host patterns: "api.example.com",
 	// "*.example.com" (one or more labels, not the apex), "host:8443",

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/netguard"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 )
 
 // Validate checks an Entry built in code (Decode already validates what it

@@ -10,7 +10,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/netguard"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 	"github.com/tetratelabs/wazero/api"
 )
 

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/netguard"
 	"github.com/tetratelabs/wazero"
 )
 
@@ -137,10 +137,10 @@ func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
 	return j, nil
 }
 
-// DiskQuota is the plugin's disk quota (grants.limits.disk_bytes and
+// diskQuota is the plugin's disk quota (grants.limits.disk_bytes and
 // disk_files), or nil without fs grants. Host code that writes a file for
 // the plugin, such as saved command output, charges it here first.
-func (p *Plugin) DiskQuota() *fsjail.Quota { return p.sandbox.quota }
+func (p *Plugin) diskQuota() *fsjail.Quota { return p.sandbox.quota }
 
 func withJail(cfg wazero.ModuleConfig, j *fsjail.Jail) wazero.ModuleConfig {
 	if j == nil {
@@ -286,7 +286,7 @@ func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjai
 			if st != 0 {
 				return nil, st, msg
 			}
-			t.quota = in.p.DiskQuota() // saved output counts against the plugin's disk quota
+			t.quota = in.p.diskQuota() // saved output counts against the plugin's disk quota
 			spill[0], spill[1] = newSpillWriters(t, int(in.p.sandbox.grants.Exec.OutputBytes))
 			cmd.StdoutTee, cmd.StderrTee = spill[0], spill[1]
 		}
@@ -411,3 +411,12 @@ func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 		Body: resp.Body, BodyBase64: resp.BodyBase64, Truncated: resp.Truncated})
 	return b, 0, ""
 }
+
+// ExecEnforcement says what commands run under an exec grant are held to on
+// this system: the kill mode, and for each resource limit whether and by
+// what it is enforced.
+type ExecEnforcement = execjail.Enforcement
+
+// ExecEnforced reports what commands are held to on this system with the
+// default exec limits. `dsh-wasm plugin inspect` prints it.
+func ExecEnforced() ExecEnforcement { return execjail.Enforced() }

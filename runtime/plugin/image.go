@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )

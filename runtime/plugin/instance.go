@@ -16,9 +16,9 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 )
 
 // spillTarget is where a command's long streams are saved: a directory

@@ -130,7 +130,7 @@ func TestExecSpillChargesDiskQuota(t *testing.T) {
 			if err := json.Unmarshal([]byte(out[0].Message), &res); err != nil {
 				t.Fatalf("%v: %s", err, out[0].Message)
 			}
-			used, files := p.DiskQuota().Used()
+			used, files := p.diskQuota().Used()
 			size := int64(0)
 			if res.Stdout.SpillPath != "" {
 				fi, err := os.Stat(res.Stdout.SpillPath)

@@ -1,6 +1,6 @@
 //go:build wasip1
 
-// Command attacker is the hostile plugin of runtime/sandbox's suite. Its
+// Command attacker is the hostile plugin of internal/sandbox's suite. Its
 // config chooses what it does at load (an init-time attack, names to
 // register) and its "attack" tool runs one named attack per call,
 // reporting exactly what the host answered to every step. Whatever an

@@ -9,8 +9,8 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
 
 const execGrant = "exec: {allowed: true, timeout: 2s, max_timeout: 5s, output_bytes: 4096}"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/execjail"
 )
 
 // Grants of the resource attacks: a small process and memory limit and a

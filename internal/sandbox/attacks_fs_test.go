@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/sandbox/fsjail"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 )
 
 func fsAttacks() []hostileAttack {
