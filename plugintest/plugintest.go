@@ -34,6 +34,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // Host is a plugin host for one test, with the built-in variables
@@ -120,7 +121,7 @@ func (h *Host) Load(path string, opts ...LoadOption) *plugin.Plugin {
 // Call runs tool with args (any JSON-encodable value, or json.RawMessage)
 // for the test agent. A tool's own error is a result with IsError; a
 // failed call (no such tool, a trap, the budget) fails the test.
-func (h *Host) Call(tool string, args any) plugin.ToolResult {
+func (h *Host) Call(tool string, args any) tool.Result {
 	h.t.Helper()
 	r, err := h.CallErr(tool, args)
 	if err != nil {
@@ -130,7 +131,7 @@ func (h *Host) Call(tool string, args any) plugin.ToolResult {
 }
 
 // CallErr is Call that returns the call's failure instead.
-func (h *Host) CallErr(tool string, args any) (plugin.ToolResult, error) {
+func (h *Host) CallErr(tool string, args any) (tool.Result, error) {
 	h.t.Helper()
 	b, err := encodeArgs(args)
 	if err != nil {
@@ -166,7 +167,7 @@ func (h *Host) Render() string {
 
 // RenderErr is Render that returns the failure instead.
 func (h *Host) RenderErr() (string, error) {
-	a, err := h.Registry().Assemble(plugin.WithAgent(context.Background(), h.facts), prompt.AssembleContext{Agent: h.facts})
+	a, err := h.Registry().Assemble(prompt.WithAgent(context.Background(), h.facts), prompt.AssembleContext{Agent: h.facts})
 	if err != nil {
 		return "", err
 	}

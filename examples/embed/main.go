@@ -25,6 +25,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 func main() {
@@ -41,14 +42,14 @@ var wordCount = deploy.Tool{
 	Name:        "word_count",
 	Description: "Count the words in a text.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-	Run: func(_ context.Context, call deploy.ToolCall) (deploy.ToolResult, error) {
+	Run: func(_ context.Context, call deploy.ToolCall) (tool.Result, error) {
 		var args struct {
 			Text string `json:"text"`
 		}
 		if err := json.Unmarshal(call.Args, &args); err != nil {
-			return deploy.ToolResult{Text: "bad arguments: " + err.Error(), IsError: true}, nil
+			return tool.Result{Text: "bad arguments: " + err.Error(), IsError: true}, nil
 		}
-		return deploy.ToolResult{Text: fmt.Sprint(len(strings.Fields(args.Text)))}, nil
+		return tool.Result{Text: fmt.Sprint(len(strings.Fields(args.Text)))}, nil
 	},
 }
 

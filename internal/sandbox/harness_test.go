@@ -26,6 +26,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // Environment variables the suite plants: the canary one is never
@@ -311,14 +312,14 @@ func (e *env) attacker(cfg map[string]any, grants ...string) *plugin.Plugin {
 }
 
 // call runs a tool and records whatever came back.
-func (e *env) call(facts *prompt.AgentFacts, tool string, args any) (plugin.ToolResult, error) {
+func (e *env) call(facts *prompt.AgentFacts, tool string, args any) (tool.Result, error) {
 	e.t.Helper()
 	b, err := json.Marshal(args)
 	must(e.t, err)
 	return e.callRaw(e.ctx, facts, tool, b)
 }
 
-func (e *env) callRaw(ctx context.Context, facts *prompt.AgentFacts, tool string, args []byte) (plugin.ToolResult, error) {
+func (e *env) callRaw(ctx context.Context, facts *prompt.AgentFacts, tool string, args []byte) (tool.Result, error) {
 	r, err := e.host.CallTool(ctx, facts, tool, args)
 	e.record(r.Text)
 	e.recordErr(err)

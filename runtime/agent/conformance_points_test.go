@@ -32,8 +32,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // lines returns each event but the chunks as "type data", for comparing a
@@ -346,9 +346,9 @@ func TestConformance06ToolListeners(t *testing.T) {
 // a NOT_RUN result. After: nothing.
 func TestConformance07CancelRecordsNoUnrunCalls(t *testing.T) {
 	var f *fixture
-	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		f.Cancel("session/cancel")
-		return plugin.ToolResult{Text: "first ran"}, nil
+		return tool.Result{Text: "first ran"}, nil
 	}}
 	f = newFixture(t, Options{Tools: tools, Provider: scripted(t,
 		step(1, 1, callAnswer(call{"a", "echo", `{}`}, call{"b", "echo", `{}`})))})

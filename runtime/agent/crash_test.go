@@ -13,8 +13,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 const (
@@ -58,12 +58,12 @@ func TestCrashHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		if name != "touch" {
-			return plugin.ToolResult{Text: name + ": " + string(args)}, nil
+			return tool.Result{Text: name + ": " + string(args)}, nil
 		}
 		if err := os.WriteFile(filepath.Join(dir, "ran"), nil, 0o600); err != nil {
-			return plugin.ToolResult{}, err
+			return tool.Result{}, err
 		}
 		crashtest.Ready()
 		select {} // killed here, after the tool's effect, before its result

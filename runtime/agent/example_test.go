@@ -10,16 +10,16 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // noTools is a ToolRunner without tools; a deployment passes its
 // *plugin.Host.
 type noTools struct{}
 
-func (noTools) CallTool(context.Context, *prompt.AgentFacts, string, []byte) (plugin.ToolResult, error) {
-	return plugin.ToolResult{}, errors.New("no tools")
+func (noTools) CallTool(context.Context, *prompt.AgentFacts, string, []byte) (tool.Result, error) {
+	return tool.Result{}, errors.New("no tools")
 }
 
 func (noTools) EndAgent(context.Context, string) {}

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -101,18 +102,18 @@ func (r *recorder) requests() []model.Request {
 
 // fakeTools is a ToolRunner answering through fn.
 type fakeTools struct {
-	fn    func(ctx context.Context, name string, args []byte) (plugin.ToolResult, error)
+	fn    func(ctx context.Context, name string, args []byte) (tool.Result, error)
 	mu    sync.Mutex
 	calls []string // name + " " + args
 	ended []string
 }
 
-func (f *fakeTools) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error) {
+func (f *fakeTools) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, name+" "+string(args))
 	f.mu.Unlock()
 	if f.fn == nil {
-		return plugin.ToolResult{}, errors.New("fakeTools: no tools")
+		return tool.Result{}, errors.New("fakeTools: no tools")
 	}
 	return f.fn(ctx, name, args)
 }
@@ -131,8 +132,8 @@ func (f *fakeTools) called() []string {
 
 // echoTools answers every call with "<name>: <args>".
 func echoTools() *fakeTools {
-	return &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
-		return plugin.ToolResult{Text: name + ": " + string(args)}, nil
+	return &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
+		return tool.Result{Text: name + ": " + string(args)}, nil
 	}}
 }
 

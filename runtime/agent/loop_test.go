@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 func TestTextTurn(t *testing.T) {
@@ -172,14 +173,14 @@ func TestMultiStepTurns(t *testing.T) {
 }
 
 func TestToolFailuresGoBackToModel(t *testing.T) {
-	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		switch name {
 		case "failing":
-			return plugin.ToolResult{Text: "no such file", IsError: true}, nil
+			return tool.Result{Text: "no such file", IsError: true}, nil
 		case "broken":
-			return plugin.ToolResult{}, fmt.Errorf("%w: unreachable", plugin.ErrTrap)
+			return tool.Result{}, fmt.Errorf("%w: unreachable", plugin.ErrTrap)
 		}
-		return plugin.ToolResult{Text: "ok " + string(args)}, nil
+		return tool.Result{Text: "ok " + string(args)}, nil
 	}}
 	f := newFixture(t, Options{
 		Registry: newRegistry(t, testPersona, "echo", "failing", "broken"),
@@ -458,7 +459,7 @@ func TestPreStepSeesTheRequestPrompt(t *testing.T) {
 	off, _ := f.bus.On(events.EventAgentPreStep, "test", func(ctx context.Context, p any) error {
 		ps := p.(*PreStep)
 		seen = append(seen, *ps)
-		if got := plugin.AgentFrom(ctx); got == nil || got.ID != f.Facts().ID {
+		if got := prompt.AgentFrom(ctx); got == nil || got.ID != f.Facts().ID {
 			return fmt.Errorf("context carries agent %v", got)
 		}
 		return nil

@@ -11,8 +11,8 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // A Prompt refused with ErrTurnRunning queues nothing: its message must
@@ -54,7 +54,7 @@ func TestRefusedPromptQueuesNothing(t *testing.T) {
 // the turn goes on and closes properly.
 func TestToolRunnerPanicIsAnErrorResult(t *testing.T) {
 	prov := scripted(t, step(1, 1, callAnswer(call{"c1", "echo", `{}`})), step(1, 2, textAnswer("done")))
-	tools := &fakeTools{fn: func(context.Context, string, []byte) (plugin.ToolResult, error) { panic("host bug") }}
+	tools := &fakeTools{fn: func(context.Context, string, []byte) (tool.Result, error) { panic("host bug") }}
 	f := newFixture(t, Options{Provider: prov, Tools: tools})
 	defer func() {
 		if r := recover(); r != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -24,35 +24,37 @@ type PluginStateChange struct {
 // EventType implements session.Payload.
 func (PluginStateChange) EventType() string { return TypePluginState }
 
-// PluginState is a plugin.StateStore that persists what plugins keep per
+// PluginState is a pluginstate.Store that persists what plugins keep per
 // session in that session's log, so that a resumed session finds its
 // plugins' state (a todo list, the versions of the files read) where it
 // was. Give it to the plugin host (plugin.Options.State) and to every
 // agent (Options.State). State of sessions no agent has attached is kept
 // in memory only.
 type PluginState struct {
-	mem      *plugin.MemoryState
+	mem      *pluginstate.Memory
 	mu       sync.Mutex
 	sessions map[string]*session.Session
 }
 
+var _ pluginstate.LimitedStore = (*PluginState)(nil)
+
 // NewPluginState returns an empty store.
 func NewPluginState() *PluginState {
-	return &PluginState{mem: plugin.NewMemoryState(), sessions: map[string]*session.Session{}}
+	return &PluginState{mem: pluginstate.NewMemory(), sessions: map[string]*session.Session{}}
 }
 
-// Get implements plugin.StateStore.
+// Get implements pluginstate.Store.
 func (s *PluginState) Get(pluginName, sessionID, key string) (json.RawMessage, bool, error) {
 	return s.mem.Get(pluginName, sessionID, key)
 }
 
-// Set implements plugin.StateStore: it stores the change and appends it to
+// Set implements pluginstate.Store: it stores the change and appends it to
 // the session's log, flushed with the turn it happened in.
 func (s *PluginState) Set(pluginName, sessionID, key string, value json.RawMessage) error {
-	return s.SetWithin(pluginName, sessionID, key, value, plugin.MaxStateBytes)
+	return s.SetWithin(pluginName, sessionID, key, value, pluginstate.MaxBytes)
 }
 
-// SetWithin implements plugin.LimitedStateStore: Set under the plugin's
+// SetWithin implements pluginstate.LimitedStore: Set under the plugin's
 // own bound (grants.limits.state_bytes).
 func (s *PluginState) SetWithin(pluginName, sessionID, key string, value json.RawMessage, limit int64) error {
 	if err := s.mem.SetWithin(pluginName, sessionID, key, value, limit); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -87,7 +87,7 @@ func (t *turnRun) flush() {
 // that routes plugin work to the agent's instances.
 func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
 	f := t.a.facts
-	return plugin.WithSessionEvents(plugin.WithAgent(t.ctx, &f), t.a.recordPluginEvent), &f
+	return pluginstate.WithSessionEvents(prompt.WithAgent(t.ctx, &f), t.a.recordPluginEvent), &f
 }
 
 // recordPluginEvent records an event a plugin appended through

@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // Errors returned by this package, wrapped with detail; test with
@@ -421,7 +422,7 @@ type Tool struct {
 	// Run runs a call. args is the call's JSON object. A tool's own
 	// failure is a result with IsError; a returned error is turned into
 	// an error result too, naming the tool.
-	Run func(ctx context.Context, call ToolCall) (ToolResult, error)
+	Run func(ctx context.Context, call ToolCall) (tool.Result, error)
 }
 
 // ToolCall is one call of a native tool.
@@ -432,30 +433,22 @@ type ToolCall struct {
 	Args json.RawMessage
 }
 
-// ToolResult is what a native tool gives back to the model.
-type ToolResult struct {
-	Text    string
-	IsError bool
-}
-
 // runner runs native tools itself and every other tool in the plugin
 // host.
 type runner struct{ d *Deployment }
 
-func (r runner) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error) {
+var _ agent.ToolRunner = runner{}
+
+func (r runner) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	if t, ok := r.d.natives[name]; ok {
-		res, err := runNative(ctx, t, facts, args)
-		if err != nil {
-			return plugin.ToolResult{}, err
-		}
-		return plugin.ToolResult{Text: res.Text, IsError: res.IsError}, nil
+		return runNative(ctx, t, facts, args)
 	}
 	return r.d.host.CallTool(ctx, facts, name, args)
 }
 
 func (r runner) EndAgent(ctx context.Context, agentID string) { r.d.host.EndAgent(ctx, agentID) }
 
-func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byte) (res ToolResult, err error) {
+func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byte) (res tool.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %s panicked: %v", ErrNativeTool, t.Name, p)
@@ -467,7 +460,7 @@ func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byt
 	}
 	res, err = t.Run(ctx, ToolCall{Agent: f, Args: slices.Clone(args)})
 	if err != nil {
-		return ToolResult{}, fmt.Errorf("%w: %s: %w", ErrNativeTool, t.Name, err)
+		return tool.Result{}, fmt.Errorf("%w: %s: %w", ErrNativeTool, t.Name, err)
 	}
 	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 func testkit(t testing.TB, name string, cfg map[string]any) plugin.Spec {
@@ -94,12 +95,12 @@ func echoTool() deploy.Tool {
 		Name:        "echo",
 		Description: "Echo the text back.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-		Run: func(_ context.Context, c deploy.ToolCall) (deploy.ToolResult, error) {
+		Run: func(_ context.Context, c deploy.ToolCall) (tool.Result, error) {
 			var a struct{ Text string }
 			if err := json.Unmarshal(c.Args, &a); err != nil {
-				return deploy.ToolResult{}, err
+				return tool.Result{}, err
 			}
-			return deploy.ToolResult{Text: "native " + a.Text + " in " + c.Agent.Cwd}, nil
+			return tool.Result{Text: "native " + a.Text + " in " + c.Agent.Cwd}, nil
 		},
 	}
 }
@@ -119,7 +120,7 @@ func TestSessionRunsNativeAndWasmTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boom := deploy.Tool{Name: "boom", Description: "Fails.", Run: func(context.Context, deploy.ToolCall) (deploy.ToolResult, error) {
+	boom := deploy.Tool{Name: "boom", Description: "Fails.", Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
 		panic("kaboom")
 	}}
 	d := open(t, deploy.Options{

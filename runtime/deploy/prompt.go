@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // PromptOptions say whose prompt to assemble: an agent with this cwd
@@ -129,7 +128,7 @@ func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
-	asm, err := d.reg.Assemble(plugin.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
+	asm, err := d.reg.Assemble(prompt.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
 	if err != nil {
 		if ctx.Err() != nil && d.opts.Limits.AssemblyTimeout > 0 {
 			return nil, fmt.Errorf("deploy: %w: assembling the prompt took longer than limits.assembly_timeout (%v): %w",

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -566,7 +567,7 @@ func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
 
 // callExtismTool runs a community tool and turns its MCP CallToolResult
 // into a tool result.
-func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (ToolResult, error) {
+func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
@@ -577,7 +578,7 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	err := x.args.Parse(args)
 	x.mu.Unlock()
 	if err != nil {
-		return ToolResult{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
+		return tool.Result{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
 	}
 	export := "call"
 	input := make([]byte, 0, len(args)+len(name)+64)
@@ -602,19 +603,19 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 		}
 	}
 	if err != nil {
-		return ToolResult{}, err
+		return tool.Result{}, err
 	}
 	if failed {
-		return ToolResult{Text: msg, IsError: true}, nil
+		return tool.Result{Text: msg, IsError: true}, nil
 	}
 	if text, isErr, ok := x.textResult(out); ok {
-		return ToolResult{Text: text, IsError: isErr}, nil
+		return tool.Result{Text: text, IsError: isErr}, nil
 	}
 	text, isErr, err := mcpResultText(out)
 	if err != nil {
-		return ToolResult{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
+		return tool.Result{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
-	return ToolResult{Text: text, IsError: isErr}, nil
+	return tool.Result{Text: text, IsError: isErr}, nil
 }
 
 // textResult renders the common CallToolResult, whose content blocks are

@@ -512,7 +512,7 @@ func (p *Plugin) variableValue(ctx context.Context, ac prompt.AssembleContext, n
 
 // assembleHook passes the assembly through the plugin's waterfall handler.
 func (p *Plugin) assembleHook(ctx context.Context, ac prompt.AssembleContext, a *prompt.Assembly) (*prompt.Assembly, error) {
-	out, err := p.callEvent(WithAgent(ctx, ac.Agent), events.EventAssemble, a)
+	out, err := p.callEvent(prompt.WithAgent(ctx, ac.Agent), events.EventAssemble, a)
 	if err != nil || len(out) == 0 {
 		return a, err
 	}
@@ -542,7 +542,7 @@ func (p *Plugin) callEvent(ctx context.Context, event string, payload any) ([]by
 			return nil, fmt.Errorf("plugin %q: event %s: payload is not JSON-encodable: %w", p.name, event, err)
 		}
 	}
-	facts := AgentFrom(ctx)
+	facts := prompt.AgentFrom(ctx)
 	in, err := p.instanceFor(ctx, facts)
 	if err != nil {
 		return nil, err
@@ -600,18 +600,4 @@ func (p *Plugin) waterfallEvent(ctx context.Context, event string, payload any) 
 // on the payload a plugin returned, with the payload it was given.
 type Attributable interface {
 	Attribute(plugin string, before any)
-}
-
-type agentKey struct{}
-
-// WithAgent returns ctx carrying the facts of the agent an event or call
-// belongs to; plugins handle it in that agent's instance.
-func WithAgent(ctx context.Context, facts *prompt.AgentFacts) context.Context {
-	return context.WithValue(ctx, agentKey{}, facts)
-}
-
-// AgentFrom returns the agent facts WithAgent put on ctx, or nil.
-func AgentFrom(ctx context.Context) *prompt.AgentFacts {
-	f, _ := ctx.Value(agentKey{}).(*prompt.AgentFacts)
-	return f
 }

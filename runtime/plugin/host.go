@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/tetratelabs/wazero"
 )
 
@@ -39,7 +40,7 @@ type Options struct {
 	// Cache is the compilation cache. Nil uses DefaultCache().
 	Cache *Cache
 	// State keeps plugins' host-side state; nil keeps it in memory.
-	State StateStore
+	State pluginstate.Store
 	// Subagents serves subagent_providers and subagent_run; nil lists no
 	// provider and runs no child.
 	Subagents Subagents
@@ -105,8 +106,8 @@ type Limits struct {
 	// the rest is dropped.
 	LogBytes int64
 	// StateBytes caps the plugin's host-side state in one session (with
-	// a StateStore that implements LimitedStateStore, as the built-in
-	// ones do).
+	// a pluginstate.Store that implements pluginstate.LimitedStore, as
+	// the built-in ones do).
 	StateBytes int64
 	// NoSnapshot makes every instance run the module's initialiser instead
 	// of starting from an image of a freshly initialised instance (see
@@ -152,7 +153,7 @@ func (l Limits) withDefaults() Limits {
 		l.LogBytes = DefaultLogBytes
 	}
 	if l.StateBytes == 0 {
-		l.StateBytes = MaxStateBytes
+		l.StateBytes = pluginstate.MaxBytes
 	}
 	return l
 }
@@ -165,7 +166,7 @@ type Host struct {
 	builtins fs.FS
 	cache    *Cache
 	ownCache bool
-	state    StateStore
+	state    pluginstate.Store
 	// subagents serves subagent_providers and subagent_run.
 	subagents Subagents
 
@@ -200,7 +201,7 @@ func New(opts Options) (*Host, error) {
 		h.log = slog.Default()
 	}
 	if h.state == nil {
-		h.state = NewMemoryState()
+		h.state = pluginstate.NewMemory()
 	}
 	if h.cache == nil {
 		c, err := DefaultCache()
@@ -219,7 +220,7 @@ func (h *Host) Registry() *prompt.Registry { return h.reg }
 func (h *Host) Bus() *events.Bus { return h.bus }
 
 // State returns the host-side plugin state store.
-func (h *Host) State() StateStore { return h.state }
+func (h *Host) State() pluginstate.Store { return h.state }
 
 // Load loads a plugin, runs its init and commits its contribution.
 func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {

@@ -382,7 +382,7 @@ func TestEventModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := agent("a", "m")
-	ctx := WithAgent(bg, a)
+	ctx := prompt.WithAgent(bg, a)
 	// Plain emit: the plugin's failure reaches the emitter.
 	if err := h.Bus().Emit(ctx, "custom/ping", json.RawMessage(`{"n":1}`)); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -353,13 +354,13 @@ func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Stat
 		r.Value = nil
 	}
 	var err error
-	if ls, ok := in.p.h.state.(LimitedStateStore); ok {
+	if ls, ok := in.p.h.state.(pluginstate.LimitedStore); ok {
 		err = ls.SetWithin(in.p.name, stateScope(cs), r.Key, r.Value, in.p.limits.StateBytes)
 	} else {
 		err = in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value)
 	}
 	if err != nil {
-		if errors.Is(err, ErrStateFull) {
+		if errors.Is(err, pluginstate.ErrFull) {
 			return nil, hostfns.ErrLimit, err.Error()
 		}
 		return nil, hostfns.ErrInternal, err.Error()

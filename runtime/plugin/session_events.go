@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,28 +9,8 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
-
-// SessionEventSink records an event a plugin appended, in the session of
-// the agent the call belongs to. The host has checked the type against
-// the plugin's grants and the payload's shape; the sink may still refuse
-// (a closed session, say), and its error reaches the plugin.
-type SessionEventSink func(eventType string, data json.RawMessage) error
-
-type sinkKey struct{}
-
-// WithSessionEvents returns ctx carrying sink: session_event_append calls
-// made under ctx record their events through it. The agent loop puts its
-// session's sink on the context of the calls it makes for the agent; a
-// call without one cannot append.
-func WithSessionEvents(ctx context.Context, sink SessionEventSink) context.Context {
-	return context.WithValue(ctx, sinkKey{}, sink)
-}
-
-func sessionSink(ctx context.Context) SessionEventSink {
-	s, _ := ctx.Value(sinkKey{}).(SessionEventSink)
-	return s
-}
 
 // Quotas on session_event_append, per plugin and session.
 const (
@@ -67,7 +46,7 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 	if err := checkSessionEventData(r.Type, r.Data); err != nil {
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("%s data: %v", r.Type, err)
 	}
-	sink := sessionSink(cs.ctx)
+	sink := pluginstate.SessionEvents(cs.ctx)
 	if cs.facts == nil || sink == nil {
 		return nil, hostfns.ErrDenied, "this call belongs to no agent session to record the event in"
 	}

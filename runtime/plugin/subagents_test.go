@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // fakeSubagents records the runs it is asked for.
@@ -161,7 +162,7 @@ func TestSubagentTimeIsNotTheCallersBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel()
 	type out struct {
-		r   ToolResult
+		r   tool.Result
 		err error
 	}
 	done := make(chan out, 1)
