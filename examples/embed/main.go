@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
@@ -39,9 +40,11 @@ func main() {
 
 // wordCount is a native tool: plain Go, called in-process.
 var wordCount = deploy.Tool{
-	Name:        "word_count",
-	Description: "Count the words in a text.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	Tool: prompt.Tool{
+		Name:        "word_count",
+		Description: "Count the words in a text.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	},
 	Run: func(_ context.Context, call deploy.ToolCall) (tool.Result, error) {
 		var args struct {
 			Text string `json:"text"`

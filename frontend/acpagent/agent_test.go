@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/frontend/acpagent"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
@@ -94,7 +95,7 @@ func connect(t *testing.T, d *deploy.Deployment) (*acp.ClientSideConnection, *cl
 }
 
 func native(name string, result tool.Result) deploy.Tool {
-	return deploy.Tool{Name: name, Description: name, Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
+	return deploy.Tool{Tool: prompt.Tool{Name: name, Description: name}, Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
 		return result, nil
 	}}
 }

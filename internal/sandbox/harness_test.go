@@ -482,7 +482,7 @@ func (e *env) lifecycle() {
 func (e *env) legit() {
 	e.t.Helper()
 	tool := "benign_ok"
-	if p := e.host.Plugin("attacker"); p != nil && slices.ContainsFunc(p.Contribution().Tools, func(t hostfns.ToolRequest) bool { return t.Name == "ok" }) {
+	if p := e.host.Plugin("attacker"); p != nil && slices.ContainsFunc(p.Contribution().Tools, func(t prompt.Tool) bool { return t.Name == "ok" }) {
 		tool = "ok"
 		start := time.Now()
 		r, err := e.call(e.main, tool, map[string]string{"path": e.ws + "/hello.txt"})

@@ -32,7 +32,7 @@ type PreStep struct {
 	Step     int               `json:"step"`
 	System   string            `json:"system"`
 	Messages []model.Message   `json:"messages"`
-	Tools    []model.Tool      `json:"tools"`
+	Tools    []prompt.Tool     `json:"tools"`
 
 	agent *Agent // the emitting agent, for in-process listeners
 }

@@ -278,7 +278,7 @@ func (t *turnRun) steps(res *TurnResult) *ending {
 
 // step runs one step after its step/start: request, stream, assistant
 // message, tool calls. A non-nil ending ends the turn.
-func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm *prompt.Assembly, system string, tools []model.Tool) (StepResult, *ending) {
+func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm *prompt.Assembly, system string, tools []prompt.Tool) (StepResult, *ending) {
 	a := t.a
 	sr := StepResult{Turn: t.turn, Step: n}
 	req := &model.Request{
@@ -362,18 +362,14 @@ func withoutToolCalls(parts []model.Part) []model.Part {
 	return out
 }
 
-// modelTools converts the assembly's tools to the request's.
-func modelTools(ts []prompt.Tool) []model.Tool {
+// modelTools are the assembly's tools as the request carries them.
+func modelTools(ts []prompt.Tool) []prompt.Tool {
 	if len(ts) == 0 {
 		return nil
 	}
-	out := make([]model.Tool, len(ts))
+	out := make([]prompt.Tool, len(ts))
 	for i, t := range ts {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = []byte(`{"type":"object","properties":{}}`)
-		}
-		out[i] = model.Tool{Name: t.Name, Description: t.Description, Parameters: params}
+		out[i] = t.Sent()
 	}
 	return out
 }

@@ -277,7 +277,7 @@ func (d *Deployment) registerOwn() error {
 			d.owners["section:"+s.Name] = OwnerDeployment
 		}
 		for _, t := range d.opts.Tools {
-			if _, err := tx.AddTool(prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}); err != nil {
+			if _, err := tx.AddTool(t.Tool); err != nil {
 				return err
 			}
 			d.owners["tool:"+t.Name] = OwnerDeployment
@@ -414,11 +414,9 @@ func DefaultSessionsDir() (string, error) {
 
 // Tool is a native Go tool.
 type Tool struct {
-	// Name, Description and Parameters (a JSON Schema object; empty for
-	// none) are what the model is told.
-	Name        string
-	Description string
-	Parameters  json.RawMessage
+	// Tool is what the model is told: the name, the description and the
+	// parameters (a JSON Schema object; empty for none).
+	prompt.Tool
 	// Run runs a call. args is the call's JSON object. A tool's own
 	// failure is a result with IsError; a returned error is turned into
 	// an error result too, naming the tool.

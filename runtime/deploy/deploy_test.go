@@ -92,9 +92,11 @@ func TestHarnessNamesAreTakenBeforePlugins(t *testing.T) {
 
 func echoTool() deploy.Tool {
 	return deploy.Tool{
-		Name:        "echo",
-		Description: "Echo the text back.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		Tool: prompt.Tool{
+			Name:        "echo",
+			Description: "Echo the text back.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		},
 		Run: func(_ context.Context, c deploy.ToolCall) (tool.Result, error) {
 			var a struct{ Text string }
 			if err := json.Unmarshal(c.Args, &a); err != nil {
@@ -120,7 +122,7 @@ func TestSessionRunsNativeAndWasmTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boom := deploy.Tool{Name: "boom", Description: "Fails.", Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
+	boom := deploy.Tool{Tool: prompt.Tool{Name: "boom", Description: "Fails."}, Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
 		panic("kaboom")
 	}}
 	d := open(t, deploy.Options{

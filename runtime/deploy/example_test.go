@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
@@ -24,9 +25,11 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	upper := deploy.Tool{
-		Name:        "upper",
-		Description: "Upper-case a text.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+		Tool: prompt.Tool{
+			Name:        "upper",
+			Description: "Upper-case a text.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+		},
 		Run: func(_ context.Context, c deploy.ToolCall) (tool.Result, error) {
 			var a struct{ Text string }
 			if err := json.Unmarshal(c.Args, &a); err != nil {

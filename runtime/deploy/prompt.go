@@ -29,7 +29,7 @@ type Prompt struct {
 	Sections []PartInfo
 	// Tools lists the tools exactly as the model is told about them, in
 	// order.
-	Tools []ToolSpec
+	Tools []prompt.Tool
 	// ToolInfo describes each tool of Tools, as Sections does sections.
 	ToolInfo []PartInfo
 }
@@ -50,18 +50,6 @@ type PartInfo struct {
 	// first use.
 	Variables []string `json:"variables"`
 }
-
-// ToolSpec is a tool as the model receives it: flat, not the wire
-// wrapper of any provider.
-type ToolSpec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-// emptyParameters is what the model is told of a tool without
-// parameters; the agent loop sends the same.
-const emptyParameters = `{"type":"object","properties":{}}`
 
 // prompterID is the agent id prompt inspection assembles as; its plugin
 // instances are released when it is done.
@@ -101,7 +89,7 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 // Tools returns the tools an agent with opts is given, exactly as the
 // model receives them. Unlike SystemPrompt it renders nothing, so a
 // prompt that cannot render (no cwd, say) does not hide the tools.
-func (d *Deployment) Tools(ctx context.Context, opts PromptOptions) ([]ToolSpec, error) {
+func (d *Deployment) Tools(ctx context.Context, opts PromptOptions) ([]prompt.Tool, error) {
 	asm, err := d.assemble(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -139,15 +127,13 @@ func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.
 	return asm, nil
 }
 
-func (d *Deployment) toolSpecs(asm *prompt.Assembly) ([]ToolSpec, []PartInfo, error) {
-	specs := []ToolSpec{}
+// toolSpecs are the assembly's tools as the model receives them (flat,
+// not the wire wrapper of any provider; the agent loop sends the same).
+func (d *Deployment) toolSpecs(asm *prompt.Assembly) ([]prompt.Tool, []PartInfo, error) {
+	specs := []prompt.Tool{}
 	var info []PartInfo
 	for i, t := range asm.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(emptyParameters)
-		}
-		spec := ToolSpec{Name: t.Name, Description: t.Description, Parameters: params}
+		spec := t.Sent()
 		b, err := json.Marshal(spec)
 		if err != nil {
 			return nil, nil, fmt.Errorf("deploy: tool %s: %w", t.Name, err)

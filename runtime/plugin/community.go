@@ -511,9 +511,8 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 
 func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 	for _, t := range tools {
-		r := hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
-		pt := prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
-		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: r}); st != 0 {
+		pt := toolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: pt}); st != 0 {
 			if st == hostfns.ErrRule && strings.Contains(msg, "duplicate") {
 				msg += " (tool names are global, and a community plugin's tools keep the names it gives them: load only one of the plugins that have it)"
 			}

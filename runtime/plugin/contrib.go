@@ -16,11 +16,12 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
-// Contribution is what a plugin registered.
+// Contribution is what a plugin registered. Its tools are as the
+// registry holds them (prompt.Tool).
 type Contribution struct {
 	Sections      []hostfns.SectionRequest   `json:"sections"`
 	Variables     []string                   `json:"variables"`
-	Tools         []hostfns.ToolRequest      `json:"tools"`
+	Tools         []prompt.Tool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 }
 
@@ -30,7 +31,7 @@ type reg struct {
 	size int64 // bytes of prompt text it holds in the host (prompt_bytes)
 	d    prompt.Disposer
 	sec  hostfns.SectionRequest
-	tool hostfns.ToolRequest
+	tool prompt.Tool
 }
 
 // contrib tracks a plugin's registrations, so that it can unregister only
@@ -80,7 +81,7 @@ func (c *contrib) snapshot() Contribution {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := Contribution{Sections: []hostfns.SectionRequest{}, Variables: []string{},
-		Tools: []hostfns.ToolRequest{}, Subscriptions: append([]hostfns.SubscribeRequest{}, c.subs...)}
+		Tools: []prompt.Tool{}, Subscriptions: append([]hostfns.SubscribeRequest{}, c.subs...)}
 	for _, r := range c.regs {
 		switch r.kind {
 		case "section":
@@ -275,9 +276,16 @@ func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.
 	if st, msg := p.contrib.needExport(hostfns.ExportTool, "a tool"); st != 0 {
 		return nil, st, msg
 	}
-	t := prompt.Tool{Name: r.Name, Description: r.Description, Parameters: r.Parameters}
+	t := toolOf(r)
 	return p.contrib.register(cs, "tool", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(t) },
-		&reg{tool: r, size: int64(len(r.Description) + len(r.Parameters))})
+		&reg{tool: t, size: int64(len(r.Description) + len(r.Parameters))})
+}
+
+// toolOf is the one translation of a tool from its wire shape, as a
+// plugin registers it (tool_register, or an MCP tool listing), to the Go
+// type the registry holds.
+func toolOf(r hostfns.ToolRequest) prompt.Tool {
+	return prompt.Tool{Name: r.Name, Description: r.Description, Parameters: r.Parameters}
 }
 
 func hostUnregister(kind string) hostImpl {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
@@ -294,7 +295,7 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: ""}}},
 			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "again"}}},
 		},
-		Tools: []model.Tool{
+		Tools: []prompt.Tool{
 			{Name: "bash", Description: "Run a command", Parameters: schema},
 			{Name: "noargs"},
 		},
@@ -372,8 +373,8 @@ func TestRequestDefaultsAndRejects(t *testing.T) {
 		{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockToolCall, ID: "x", Name: "y"}}}}},
 		{Messages: []model.Message{{Role: model.RoleTool, Content: []model.Part{{Type: model.BlockText, Text: "no id"}}}}},
 		{Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.Part{{Type: model.BlockToolCall, Name: "bash"}}}}},
-		{Tools: []model.Tool{{Name: "bad", Parameters: json.RawMessage(`{"type":`)}}},
-		{Tools: []model.Tool{{Description: "no name"}}},
+		{Tools: []prompt.Tool{{Name: "bad", Parameters: json.RawMessage(`{"type":`)}}},
+		{Tools: []prompt.Tool{{Description: "no name"}}},
 	}
 	calls := s.calls.Load()
 	for i, req := range bad {
