@@ -30,9 +30,9 @@ const (
 	CodeInvalidArguments = "INVALID_ARGS"       // tool result: the arguments are not JSON
 )
 
-// HTTPErrorCode is the code of a model API failure with HTTP status
+// httpErrorCode is the code of a model API failure with HTTP status
 // status, as the reference harness classifies it.
-func HTTPErrorCode(status int) string {
+func httpErrorCode(status int) string {
 	switch {
 	case status == 401 || status == 403:
 		return CodeAuth
@@ -132,7 +132,7 @@ func errorCode(err error) string {
 	case errors.As(err, &fe):
 		return fe.code
 	case errors.As(err, &api) && api.Status != 0:
-		return HTTPErrorCode(api.Status)
+		return httpErrorCode(api.Status)
 	case errors.As(err, &api):
 		return api.Code
 	case errors.Is(err, model.ErrMalformedStream):

@@ -105,6 +105,8 @@ type Options struct {
 
 // Limits are deployment-wide bounds. Zero fields take the runtime's
 // defaults (agent.DefaultAssemblyTimeout, agent.DefaultPromptBytes).
+// They are the Go form of a deployment file's limits, whose YAML shape is
+// config.DeploymentLimits; Open is the one place that translates it.
 // SystemPrompt and Tools enforce them, and every session's turns run
 // under them (agent.Options.Bounds).
 type Limits struct {

@@ -44,11 +44,7 @@ func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 
 // checkGrants decides whether declared needs are covered by the grants.
 func checkGrants(name string, g *config.Grants, c hostfns.Capabilities) error {
-	cc := config.Capabilities{Plugin: name, Exec: c.Exec, Net: c.Net, Env: c.Env, SessionEvents: c.SessionEvents}
-	for _, f := range c.FS {
-		cc.FS = append(cc.FS, config.FSCapability{Path: f.Path, Mode: config.FSMode(f.Mode)})
-	}
-	return g.Check(cc)
+	return g.Check(name, c)
 }
 
 // sandbox holds what a plugin's grants give it at run time.

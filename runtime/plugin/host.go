@@ -82,6 +82,13 @@ type Spec struct {
 }
 
 // Limits bound a plugin. Zero fields take the defaults.
+//
+// They are per plugin, and the Go form of the plugin's grants.limits:
+// config.Limits is that YAML shape (byte sizes as text, memory in bytes,
+// snapshot as an optional bool), and SpecFromEntry is the one place that
+// translates it. The two are kept apart on purpose, as the YAML lives in
+// runtime/config only; Limits adds what no YAML sets (MaxRegistrations),
+// and the disk bounds stay in the grants, which the fs jail reads.
 type Limits struct {
 	// MemoryPages caps linear memory, in 64 KiB pages.
 	MemoryPages uint32
