@@ -4,8 +4,8 @@
 // The loop runs tools through one interface (agent.ToolRunner) and knows
 // nothing of how they run. Wasm plugins (runtime/plugin), native Go tools
 // (runtime/deploy), subagents and MCP-client tools all answer with a
-// Result, so none of them imports the loop and the loop imports none of
-// them. A tool's description, what the model is told before it calls, is
+// Result: a tool needs nothing of the loop, and the loop nothing of the
+// tools' hosts. A tool's description, what the model is told before it calls, is
 // prompt.Tool, which the prompt registry holds; its wire shape for
 // plugins is hostfns.ToolRequest. The package is a leaf: it imports
 // nothing of this module.
