@@ -118,26 +118,26 @@ func (h *Host) Load(path string, opts ...LoadOption) *plugin.Plugin {
 	return p
 }
 
-// Call runs tool with args (any JSON-encodable value, or json.RawMessage)
-// for the test agent. A tool's own error is a result with IsError; a
+// Call runs the tool called name with args (any JSON-encodable value,
+// or json.RawMessage) for the test agent. A tool's own error is a result with IsError; a
 // failed call (no such tool, a trap, the budget) fails the test.
-func (h *Host) Call(tool string, args any) tool.Result {
+func (h *Host) Call(name string, args any) tool.Result {
 	h.t.Helper()
-	r, err := h.CallErr(tool, args)
+	r, err := h.CallErr(name, args)
 	if err != nil {
-		h.t.Fatalf("call %s: %v", tool, err)
+		h.t.Fatalf("call %s: %v", name, err)
 	}
 	return r
 }
 
 // CallErr is Call that returns the call's failure instead.
-func (h *Host) CallErr(tool string, args any) (tool.Result, error) {
+func (h *Host) CallErr(name string, args any) (tool.Result, error) {
 	h.t.Helper()
 	b, err := encodeArgs(args)
 	if err != nil {
-		h.t.Fatalf("call %s: %v", tool, err)
+		h.t.Fatalf("call %s: %v", name, err)
 	}
-	return h.CallTool(context.Background(), h.facts, tool, b)
+	return h.CallTool(context.Background(), h.facts, name, b)
 }
 
 func encodeArgs(args any) ([]byte, error) {
