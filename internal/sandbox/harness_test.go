@@ -312,15 +312,15 @@ func (e *env) attacker(cfg map[string]any, grants ...string) *plugin.Plugin {
 }
 
 // call runs a tool and records whatever came back.
-func (e *env) call(facts *prompt.AgentFacts, tool string, args any) (tool.Result, error) {
+func (e *env) call(facts *prompt.AgentFacts, name string, args any) (tool.Result, error) {
 	e.t.Helper()
 	b, err := json.Marshal(args)
 	must(e.t, err)
-	return e.callRaw(e.ctx, facts, tool, b)
+	return e.callRaw(e.ctx, facts, name, b)
 }
 
-func (e *env) callRaw(ctx context.Context, facts *prompt.AgentFacts, tool string, args []byte) (tool.Result, error) {
-	r, err := e.host.CallTool(ctx, facts, tool, args)
+func (e *env) callRaw(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
+	r, err := e.host.CallTool(ctx, facts, name, args)
 	e.record(r.Text)
 	e.recordErr(err)
 	return r, err
