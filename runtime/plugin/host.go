@@ -21,7 +21,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
-	"github.com/tetratelabs/wazero"
 )
 
 // Options configure a Host. The zero value of every field but Registry
@@ -59,22 +58,20 @@ type Spec struct {
 	Limits Limits
 	// Env lists the host environment variables the plugin may read.
 	Env []string
-	// CheckNeeds, when set, decides whether the plugin's declared
-	// capabilities are granted; an error refuses the load. Nil grants
-	// only a plugin that declares no needs.
-	CheckNeeds func(hostfns.Capabilities) error
 	// Grants, when set, are what the plugin may do: its filesystem roots
-	// (mounted through a jail), exec and net. CheckNeeds defaults to
-	// checking declared needs against them.
+	// (mounted through a jail), exec and net. The plugin's declared needs
+	// are checked against them; without Grants, only a plugin that
+	// declares no needs loads.
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
 	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
 	// the module's imports and exports.
 	ABI string
-	// ModuleConfig, when set, adjusts each instance's module config.
-	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
 
+	// checkNeeds, when set, replaces the check of the plugin's declared
+	// capabilities against Grants; an error refuses the load (tests).
+	checkNeeds func(hostfns.Capabilities) error
 	// noInterrupt skips the interrupt instrumentation, forcing the
 	// WithCloseOnContextDone fallback (tests and benchmarks).
 	noInterrupt bool
