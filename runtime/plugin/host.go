@@ -170,7 +170,10 @@ type Host struct {
 
 	mu      sync.RWMutex
 	plugins map[string]*Plugin
-	closed  bool
+	// tools indexes tool names to the loaded plugin that registered them
+	// (guarded by mu); entries are hints that toolOwner checks.
+	tools  map[string]*Plugin
+	closed bool
 	// loading is the plugin a Load or Reload is initialising (guarded by
 	// mu), so that Close can stop its dsh_init rather than wait for it.
 	loading *Plugin
@@ -189,7 +192,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, wd: newWatchdog()}
+		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: newWatchdog()}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}
@@ -308,6 +311,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	p.activate()
 	h.mu.Lock()
 	h.plugins[name] = p
+	h.forgetTools(old)
 	h.mu.Unlock()
 	old.close(errReplaced)
 	h.logDangling(name, dangling)
@@ -335,6 +339,7 @@ func (h *Host) unloadLocked(ctx context.Context, name string, why error) error {
 	h.mu.Lock()
 	p := h.plugins[name]
 	delete(h.plugins, name)
+	h.forgetTools(p)
 	h.mu.Unlock()
 	if p == nil {
 		return fmt.Errorf("unload plugin %q: %w", name, ErrNotLoaded)

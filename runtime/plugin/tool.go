@@ -75,13 +75,38 @@ func validText(out []byte) string {
 	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
+// toolOwner returns the loaded plugin that registered the tool called
+// name, or nil. It looks in h.tools first: an entry is a hint, used only
+// while its plugin is still loaded under its name and still has the tool,
+// so that registrations made after a load (from the load-time instance)
+// and unregistrations need not keep it up to date. A miss or a stale entry
+// scans the loaded plugins, as before the index, and records the answer.
 func (h *Host) toolOwner(name string) *Plugin {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
+	p := h.tools[name]
+	if p != nil && h.plugins[p.name] == p && p.contrib.hasTool(name) {
+		h.mu.RUnlock()
+		return p
+	}
+	h.mu.RUnlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.tools, name)
 	for _, p := range h.plugins {
 		if p.contrib.hasTool(name) {
+			h.tools[name] = p
 			return p
 		}
 	}
 	return nil
+}
+
+// forgetTools drops the index entries of p, which is leaving h.plugins,
+// so that the index holds no unloaded plugin. Called with h.mu held.
+func (h *Host) forgetTools(p *Plugin) {
+	for name, q := range h.tools {
+		if q == p {
+			delete(h.tools, name)
+		}
+	}
 }
