@@ -99,16 +99,16 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 	return nil, 0, ""
 }
 
-// EventNamespace is the prefix of the events a plugin may emit:
+// eventNamespace is the prefix of the events a plugin may emit:
 // "plugin:<name>/".
-func EventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
+func eventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
 
 func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.EmitRequest
 	if st, msg := decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	ns := EventNamespace(in.p.name)
+	ns := eventNamespace(in.p.name)
 	if !strings.HasPrefix(r.Event, ns) || !validEventName(r.Event) || len(r.Event) == len(ns) {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q may emit only its own events, named %s<event>; not %q", in.p.name, ns, r.Event)
 	}

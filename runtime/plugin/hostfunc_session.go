@@ -13,9 +13,9 @@ import (
 
 // Quotas on session_event_append, per plugin and session.
 const (
-	MaxSessionEventBytes = 256 << 10 // one event's payload
-	MaxSessionEvents     = 1000      // events
-	MaxSessionEventTotal = 8 << 20   // payload bytes of all events
+	maxSessionEventBytes = 256 << 10 // one event's payload
+	maxSessionEvents     = 1000      // events
+	maxSessionEventTotal = 8 << 20   // payload bytes of all events
 )
 
 type appendQuota struct {
@@ -39,8 +39,8 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 	if g == nil || !slices.Contains(g.SessionEvents, r.Type) {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted session event %q (add it under grants.session_events)", p.name, r.Type)
 	}
-	if len(r.Data) > MaxSessionEventBytes {
-		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), MaxSessionEventBytes)
+	if len(r.Data) > maxSessionEventBytes {
+		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), maxSessionEventBytes)
 	}
 	if err := checkSessionEventData(r.Type, r.Data); err != nil {
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("%s data: %v", r.Type, err)
@@ -59,9 +59,9 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 		q = &appendQuota{}
 		p.appended[scope] = q
 	}
-	if q.events >= MaxSessionEvents || q.bytes+int64(len(r.Data)) > MaxSessionEventTotal {
+	if q.events >= maxSessionEvents || q.bytes+int64(len(r.Data)) > maxSessionEventTotal {
 		p.mu.Unlock()
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, MaxSessionEvents, MaxSessionEventTotal)
+		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, maxSessionEvents, maxSessionEventTotal)
 	}
 	q.events++
 	q.bytes += int64(len(r.Data))

@@ -23,8 +23,8 @@ func hostStateGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Stat
 
 // Limits on host-side plugin state.
 const (
-	MaxStateKey   = 256
-	MaxStateValue = 1 << 20
+	maxStateKey   = 256
+	maxStateValue = 1 << 20
 )
 
 func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
@@ -32,11 +32,11 @@ func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Stat
 	if st, msg := decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	if r.Key == "" || len(r.Key) > MaxStateKey {
-		return nil, hostfns.ErrBadJSON, fmt.Sprintf("key must be 1 to %d bytes", MaxStateKey)
+	if r.Key == "" || len(r.Key) > maxStateKey {
+		return nil, hostfns.ErrBadJSON, fmt.Sprintf("key must be 1 to %d bytes", maxStateKey)
 	}
-	if len(r.Value) > MaxStateValue {
-		return nil, hostfns.ErrTooLarge, fmt.Sprintf("value of %d bytes exceeds %d", len(r.Value), MaxStateValue)
+	if len(r.Value) > maxStateValue {
+		return nil, hostfns.ErrTooLarge, fmt.Sprintf("value of %d bytes exceeds %d", len(r.Value), maxStateValue)
 	}
 	if string(r.Value) == "null" {
 		r.Value = nil

@@ -8,11 +8,11 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 )
 
-// MaxSubagentRunsPerCall bounds the children one tool call may run: the
+// maxSubagentRunsPerCall bounds the children one tool call may run: the
 // wait for a child costs the caller no compute budget, so without it a
 // granted plugin could run children in a loop for as long as the turn
 // lasts.
-const MaxSubagentRunsPerCall = 8
+const maxSubagentRunsPerCall = 8
 
 func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	if len(req) > 0 {
@@ -47,8 +47,8 @@ func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 	if r.Prompt == "" {
 		return nil, hostfns.ErrRule, "prompt is empty"
 	}
-	if cs.subagentRuns >= MaxSubagentRunsPerCall {
-		return nil, hostfns.ErrLimit, fmt.Sprintf("a tool call may run at most %d child agents", MaxSubagentRunsPerCall)
+	if cs.subagentRuns >= maxSubagentRunsPerCall {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("a tool call may run at most %d child agents", maxSubagentRunsPerCall)
 	}
 	cs.subagentRuns++
 	s := subagentsOf(cs.ctx)

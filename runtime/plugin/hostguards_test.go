@@ -82,7 +82,7 @@ func TestStateIsScopedToPluginAndSession(t *testing.T) {
 // The per-(plugin, session) quota is counted per plugin and per session.
 func TestStateQuotaIsPerPluginAndSession(t *testing.T) {
 	m := NewMemoryState()
-	val := json.RawMessage(`"` + strings.Repeat("v", MaxStateValue-2) + `"`)
+	val := json.RawMessage(`"` + strings.Repeat("v", maxStateValue-2) + `"`)
 	n := 0
 	for ; n < 100; n++ {
 		if err := m.Set("a", "s", string(rune('a'+n)), val); err != nil {
@@ -92,8 +92,8 @@ func TestStateQuotaIsPerPluginAndSession(t *testing.T) {
 			break
 		}
 	}
-	if n != MaxStateBytes/(MaxStateValue+1) {
-		t.Fatalf("%d values of 1 MiB fitted, want %d", n, MaxStateBytes/(MaxStateValue+1))
+	if n != MaxStateBytes/(maxStateValue+1) {
+		t.Fatalf("%d values of 1 MiB fitted, want %d", n, MaxStateBytes/(maxStateValue+1))
 	}
 	if err := m.Set("b", "s", "k", val); err != nil {
 		t.Fatalf("another plugin in the same session: %v", err)
