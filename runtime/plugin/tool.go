@@ -80,25 +80,34 @@ func validText(out []byte) string {
 // while its plugin is still loaded under its name and still has the tool,
 // so that registrations made after a load (from the load-time instance)
 // and unregistrations need not keep it up to date. A miss or a stale entry
-// scans the loaded plugins, as before the index, and records the answer.
+// scans the loaded plugins, as before the index, and records the answer;
+// a name no plugin has takes no write lock.
 func (h *Host) toolOwner(name string) *Plugin {
 	h.mu.RLock()
-	p := h.tools[name]
-	if p != nil && h.plugins[p.name] == p && p.contrib.hasTool(name) {
+	hint := h.tools[name]
+	if hint != nil && h.plugins[hint.name] == hint && hint.contrib.hasTool(name) {
 		h.mu.RUnlock()
-		return p
+		return hint
 	}
-	h.mu.RUnlock()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.tools, name)
+	var owner *Plugin
 	for _, p := range h.plugins {
 		if p.contrib.hasTool(name) {
-			h.tools[name] = p
-			return p
+			owner = p
+			break
 		}
 	}
-	return nil
+	h.mu.RUnlock()
+	if owner != nil || hint != nil {
+		h.mu.Lock()
+		switch {
+		case owner != nil && h.plugins[owner.name] == owner:
+			h.tools[name] = owner
+		case h.tools[name] == hint:
+			delete(h.tools, name)
+		}
+		h.mu.Unlock()
+	}
+	return owner
 }
 
 // forgetTools drops the index entries of p, which is leaving h.plugins,
