@@ -7,6 +7,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 )
 
+// hostCapabilities implements capabilities_declare: during dsh_init, the
+// plugin declares what it needs (fs roots, exec, net, env, session
+// events); the load then checks the needs against the grants.
 func hostCapabilities(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	if !cs.init {
 		return nil, hostfns.ErrDenied, "capabilities can be declared only during dsh_init"

@@ -9,6 +9,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 )
 
+// hostEnvGet implements env_get: a host environment variable the plugin
+// is granted (grants.env).
 func hostEnvGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.NameRequest
 	if st, msg := decode(req, &r); st != 0 {

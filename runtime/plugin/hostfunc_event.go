@@ -26,6 +26,8 @@ func validEventName(s string) bool {
 	return true
 }
 
+// hostEventSubscribe implements event_subscribe: during dsh_init, listen
+// to an event or join a waterfall the plugin is granted.
 func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SubscribeRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -103,6 +105,8 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 // "plugin:<name>/".
 func eventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
 
+// hostEventEmit implements event_emit: an event in the plugin's own
+// namespace, outside dsh_init and dsh_setup.
 func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.EmitRequest
 	if st, msg := decode(req, &r); st != 0 {

@@ -193,6 +193,8 @@ var hostExecStart = hostExec(func(p *Plugin, m *execjail.Manager, cs *callState,
 	return hostfns.ExecStatus{ID: id, Running: true}, err
 })
 
+// hostExecTask implements exec_poll (kill false) and exec_kill: a
+// background task of the call's session, by id.
 func hostExecTask(kill bool) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.TaskRequest

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 )
 
+// hostHTTPRequest implements http_request through the plugin's net grant.
 func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.HTTPRequest
 	if st, msg := decode(req, &r); st != 0 {

@@ -59,6 +59,7 @@ func (c *contrib) needExport(export, what string) (hostfns.Status, string) {
 	return 0, ""
 }
 
+// hostSectionRegister implements section_register, static or dynamic.
 func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SectionRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -82,6 +83,8 @@ func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostf
 	return p.contrib.register(cs, "section", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddSection(s) }, &reg{sec: r, size: int64(len(s.Text))})
 }
 
+// hostVariableRegister implements variable_register; the value comes
+// from the plugin's dsh_variable per assembly.
 func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.NameRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -100,6 +103,7 @@ func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, host
 	}, &reg{})
 }
 
+// hostToolRegister implements tool_register; calls go to dsh_tool.
 func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.ToolRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -114,6 +118,8 @@ func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.
 		&reg{tool: r, size: int64(len(r.Description) + len(r.Parameters))})
 }
 
+// hostUnregister implements section_unregister, variable_unregister and
+// tool_unregister: only what the plugin itself registered.
 func hostUnregister(kind string) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.NameRequest

@@ -23,6 +23,8 @@ type appendQuota struct {
 	bytes  int64
 }
 
+// hostSessionEventAppend implements session_event_append: an event of a
+// granted type, recorded in the calling agent's session within quotas.
 func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SessionEventRequest
 	if st, msg := decode(req, &r); st != 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 )
 
+// hostStateGet implements state_get, in the call's state scope.
 func hostStateGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.StateGetRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -27,6 +28,8 @@ const (
 	maxStateValue = 1 << 20
 )
 
+// hostStateSet implements state_set, in the call's state scope; a null
+// value deletes the key.
 func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.StateSetRequest
 	if st, msg := decode(req, &r); st != 0 {

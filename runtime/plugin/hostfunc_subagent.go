@@ -14,6 +14,8 @@ import (
 // lasts.
 const maxSubagentRunsPerCall = 8
 
+// hostSubagentProviders implements subagent_providers: the host's
+// providers and their facts.
 func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	if len(req) > 0 {
 		var r struct{}
@@ -32,6 +34,8 @@ func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hos
 	return b, 0, ""
 }
 
+// hostSubagentRun implements subagent_run: from a tool call for an
+// agent, a child on a granted provider, waited for.
 func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SubagentRunRequest
 	if st, msg := decode(req, &r); st != 0 {
