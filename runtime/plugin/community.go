@@ -50,14 +50,14 @@ const (
 // when its MaxVarBytes is zero and applies no limit to config; ours are
 // explicit.
 const (
-	// MaxExtismConfigBytes caps the plugin's config as Extism sees it
+	// maxExtismConfigBytes caps the plugin's config as Extism sees it
 	// (keys and values); a bigger config refuses the load.
-	MaxExtismConfigBytes = 1 << 20
-	// MaxExtismVarBytes caps an instance's Extism vars (keys and values);
+	maxExtismConfigBytes = 1 << 20
+	// maxExtismVarBytes caps an instance's Extism vars (keys and values);
 	// a var_set beyond it fails the call.
-	MaxExtismVarBytes = 1 << 20
-	// MaxExtismVarKey caps one var key or config key asked for.
-	MaxExtismVarKey = 4096
+	maxExtismVarBytes = 1 << 20
+	// maxExtismVarKey caps one var key or config key asked for.
+	maxExtismVarKey = 4096
 )
 
 // ABI returns the plugin's ABI: ABIDsh or one of the community ABIs.
@@ -236,8 +236,8 @@ func extismConfig(cfg []byte) (map[string]string, error) {
 		out[k] = s
 		size += len(k) + len(s)
 	}
-	if size > MaxExtismConfigBytes {
-		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, MaxExtismConfigBytes)
+	if size > maxExtismConfigBytes {
+		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, maxExtismConfigBytes)
 	}
 	return out, nil
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
-	"github.com/tetratelabs/wazero"
 )
 
 // Options configure a Host. The zero value of every field but Registry
@@ -60,35 +59,26 @@ type Spec struct {
 	Limits Limits
 	// Env lists the host environment variables the plugin may read.
 	Env []string
-	// CheckNeeds, when set, decides whether the plugin's declared
-	// capabilities are granted; an error refuses the load. Nil grants
-	// only a plugin that declares no needs.
-	CheckNeeds func(hostfns.Capabilities) error
 	// Grants, when set, are what the plugin may do: its filesystem roots
-	// (mounted through a jail), exec and net. CheckNeeds defaults to
-	// checking declared needs against them.
+	// (mounted through a jail), exec and net. The plugin's declared needs
+	// are checked against them; without Grants, only a plugin that
+	// declares no needs loads.
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
 	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
 	// the module's imports and exports.
 	ABI string
-	// ModuleConfig, when set, adjusts each instance's module config.
-	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
 
+	// checkNeeds, when set, replaces the check of the plugin's declared
+	// capabilities against Grants; an error refuses the load (tests).
+	checkNeeds func(hostfns.Capabilities) error
 	// noInterrupt skips the interrupt instrumentation, forcing the
 	// WithCloseOnContextDone fallback (tests and benchmarks).
 	noInterrupt bool
 }
 
 // Limits bound a plugin. Zero fields take the defaults.
-//
-// They are per plugin, and the Go form of the plugin's grants.limits:
-// config.Limits is that YAML shape (byte sizes as text, memory in bytes,
-// snapshot as an optional bool), and SpecFromEntry is the one place that
-// translates it. The two are kept apart on purpose, as the YAML lives in
-// runtime/config only; Limits adds what no YAML sets (MaxRegistrations),
-// and the disk bounds stay in the grants, which the fs jail reads.
 type Limits struct {
 	// MemoryPages caps linear memory, in 64 KiB pages.
 	MemoryPages uint32
@@ -113,8 +103,8 @@ type Limits struct {
 	// the rest is dropped.
 	LogBytes int64
 	// StateBytes caps the plugin's host-side state in one session (with
-	// a pluginstate.Store that implements pluginstate.LimitedStore, as
-	// the built-in ones do).
+	// a pluginstate.Store that implements pluginstate.LimitedStore, as the built-in
+	// ones do).
 	StateBytes int64
 	// NoSnapshot makes every instance run the module's initialiser instead
 	// of starting from an image of a freshly initialised instance (see
@@ -181,7 +171,10 @@ type Host struct {
 
 	mu      sync.RWMutex
 	plugins map[string]*Plugin
-	closed  bool
+	// tools indexes tool names to the loaded plugin that registered them
+	// (guarded by mu); entries are hints that toolOwner checks.
+	tools  map[string]*Plugin
+	closed bool
 	// loading is the plugin a Load or Reload is initialising (guarded by
 	// mu), so that Close can stop its dsh_init rather than wait for it.
 	loading *Plugin
@@ -200,7 +193,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, wd: newWatchdog()}
+		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: newWatchdog()}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}
@@ -319,6 +312,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	p.activate()
 	h.mu.Lock()
 	h.plugins[name] = p
+	h.forgetTools(old)
 	h.mu.Unlock()
 	old.close(errReplaced)
 	h.logDangling(name, dangling)
@@ -346,6 +340,7 @@ func (h *Host) unloadLocked(ctx context.Context, name string, why error) error {
 	h.mu.Lock()
 	p := h.plugins[name]
 	delete(h.plugins, name)
+	h.forgetTools(p)
 	h.mu.Unlock()
 	if p == nil {
 		return fmt.Errorf("unload plugin %q: %w", name, ErrNotLoaded)

@@ -478,7 +478,7 @@ func TestCapabilitiesAreChecked(t *testing.T) {
 	if !errors.Is(err, ErrNotGranted) || !strings.Contains(err.Error(), "api.example.com") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, needs), CheckNeeds: func(c hostfns.Capabilities) error {
+	_, err = h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, needs), checkNeeds: func(c hostfns.Capabilities) error {
 		if len(c.Net) == 1 && c.Net[0] == "api.example.com" {
 			return nil
 		}

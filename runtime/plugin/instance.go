@@ -165,9 +165,6 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts) (wazero.ModuleConfig, *l
 		return cfg, nil, nil, nil, &CallError{Plugin: p.name, Export: "instantiate", Err: err}
 	}
 	cfg = withJail(cfg, jail)
-	if p.spec.ModuleConfig != nil {
-		cfg = p.spec.ModuleConfig(cfg)
-	}
 	return cfg, lw, sl, jail, nil
 }
 

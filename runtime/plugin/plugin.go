@@ -257,7 +257,7 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 
 func (p *Plugin) checkNeeds() error {
 	caps := p.Capabilities()
-	check := p.spec.CheckNeeds
+	check := p.spec.checkNeeds
 	if check == nil && p.spec.Grants != nil {
 		check = func(c hostfns.Capabilities) error { return checkGrants(p.name, p.spec.Grants, c) }
 	}

@@ -75,7 +75,7 @@ func TestSessionEventAppend(t *testing.T) {
 		{`{"type":"note/added","data":[1]}`, hostfns.ErrBadJSON, "want a JSON object"},
 		{`{"type":"note/added"}`, hostfns.ErrBadJSON, "want a JSON object"},
 		{`{"type":"note/added","data":{},"extra":1}`, hostfns.ErrBadJSON, "unknown field"},
-		{`{"type":"note/added","data":{"big":"` + strings.Repeat("x", MaxSessionEventBytes) + `"}}`, hostfns.ErrTooLarge, "exceeds"},
+		{`{"type":"note/added","data":{"big":"` + strings.Repeat("x", maxSessionEventBytes) + `"}}`, hostfns.ErrTooLarge, "exceeds"},
 	}
 	reqs := make([]string, len(cases))
 	for i, c := range cases {
@@ -110,14 +110,14 @@ func TestSessionEventQuota(t *testing.T) {
 	h := loadAppender(t, "note/added")
 	n := 0
 	ctx := pluginstate.WithSessionEvents(bg, func(string, json.RawMessage) error { n++; return nil })
-	reqs := make([]string, MaxSessionEvents+1)
+	reqs := make([]string, maxSessionEvents+1)
 	for i := range reqs {
 		reqs[i] = `{"type":"note/added","data":{}}`
 	}
 	res := appendProbes(t, h, ctx, reqs)
 	last := res[len(res)-1]
-	if n != MaxSessionEvents || hostfns.Status(last.Status) != hostfns.ErrLimit || !strings.Contains(last.Message, "quota") {
-		t.Fatalf("recorded %d, last %+v; want %d and then limit reached", n, last, MaxSessionEvents)
+	if n != maxSessionEvents || hostfns.Status(last.Status) != hostfns.ErrLimit || !strings.Contains(last.Message, "quota") {
+		t.Fatalf("recorded %d, last %+v; want %d and then limit reached", n, last, maxSessionEvents)
 	}
 	// The quota belongs to the session: a new agent of the same id after
 	// EndAgent starts again.

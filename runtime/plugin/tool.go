@@ -70,13 +70,47 @@ func validText(out []byte) string {
 	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
+// toolOwner returns the loaded plugin that registered the tool called
+// name, or nil. It looks in h.tools first: an entry is a hint, used only
+// while its plugin is still loaded under its name and still has the tool,
+// so that registrations made after a load (from the load-time instance)
+// and unregistrations need not keep it up to date. A miss or a stale entry
+// scans the loaded plugins, as before the index, and records the answer;
+// a name no plugin has takes no write lock.
 func (h *Host) toolOwner(name string) *Plugin {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
+	hint := h.tools[name]
+	if hint != nil && h.plugins[hint.name] == hint && hint.contrib.hasTool(name) {
+		h.mu.RUnlock()
+		return hint
+	}
+	var owner *Plugin
 	for _, p := range h.plugins {
 		if p.contrib.hasTool(name) {
-			return p
+			owner = p
+			break
 		}
 	}
-	return nil
+	h.mu.RUnlock()
+	if owner != nil || hint != nil {
+		h.mu.Lock()
+		switch {
+		case owner != nil && h.plugins[owner.name] == owner:
+			h.tools[name] = owner
+		case h.tools[name] == hint:
+			delete(h.tools, name)
+		}
+		h.mu.Unlock()
+	}
+	return owner
+}
+
+// forgetTools drops the index entries of p, which is leaving h.plugins,
+// so that the index holds no unloaded plugin. Called with h.mu held.
+func (h *Host) forgetTools(p *Plugin) {
+	for name, q := range h.tools {
+		if q == p {
+			delete(h.tools, name)
+		}
+	}
 }

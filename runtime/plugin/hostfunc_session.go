@@ -14,9 +14,9 @@ import (
 
 // Quotas on session_event_append, per plugin and session.
 const (
-	MaxSessionEventBytes = 256 << 10 // one event's payload
-	MaxSessionEvents     = 1000      // events
-	MaxSessionEventTotal = 8 << 20   // payload bytes of all events
+	maxSessionEventBytes = 256 << 10 // one event's payload
+	maxSessionEvents     = 1000      // events
+	maxSessionEventTotal = 8 << 20   // payload bytes of all events
 )
 
 type appendQuota struct {
@@ -24,6 +24,8 @@ type appendQuota struct {
 	bytes  int64
 }
 
+// hostSessionEventAppend implements session_event_append: an event of a
+// granted type, recorded in the calling agent's session within quotas.
 func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SessionEventRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -40,8 +42,8 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 	if g == nil || !slices.Contains(g.SessionEvents, r.Type) {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted session event %q (add it under grants.session_events)", p.name, r.Type)
 	}
-	if len(r.Data) > MaxSessionEventBytes {
-		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), MaxSessionEventBytes)
+	if len(r.Data) > maxSessionEventBytes {
+		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), maxSessionEventBytes)
 	}
 	if err := checkSessionEventData(r.Type, r.Data); err != nil {
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("%s data: %v", r.Type, err)
@@ -60,9 +62,9 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 		q = &appendQuota{}
 		p.appended[scope] = q
 	}
-	if q.events >= MaxSessionEvents || q.bytes+int64(len(r.Data)) > MaxSessionEventTotal {
+	if q.events >= maxSessionEvents || q.bytes+int64(len(r.Data)) > maxSessionEventTotal {
 		p.mu.Unlock()
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, MaxSessionEvents, MaxSessionEventTotal)
+		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, maxSessionEvents, maxSessionEventTotal)
 	}
 	q.events++
 	q.bytes += int64(len(r.Data))
