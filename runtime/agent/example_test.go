@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // noTools is a ToolRunner without tools; a deployment passes its
@@ -56,7 +57,7 @@ func Example() {
 		return
 	}
 
-	sess, err := session.NewStore(dir).Create(session.Header{Cwd: "/home/me/project"})
+	sess, err := filestore.New(dir, filestore.Options{}).Create(session.Header{Cwd: "/home/me/project"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -33,6 +33,9 @@ var (
 	// failed or a failed write could not be undone. The session refuses
 	// further writes; reopen it to recover from the file.
 	ErrBroken = errors.New("session file in unknown state after failed sync")
+	// ErrNotStored: a Backend's Append stored none of the records and
+	// changed nothing, so they can be offered again (see Backend).
+	ErrNotStored = errors.New("session records not stored")
 )
 
 // CorruptError reports a session file that cannot be read: Path and the

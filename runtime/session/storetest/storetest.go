@@ -1,5 +1,6 @@
 // Package storetest is the contract every session.Storage meets: the
-// JSONL store and the PostgreSQL store run the same tests.
+// file store (runtime/session/filestore) and the PostgreSQL store run
+// the same tests.
 package storetest
 
 import (
