@@ -1,5 +1,7 @@
-// Package session stores agent sessions as event logs in the reference
-// harness's JSONL format, version 0, so sessions move between the two.
+// Package session is the format of agent sessions: event logs in the
+// reference harness's JSONL format, version 0, so sessions move between
+// the two. The stores that keep them are packages of their own (see
+// Storage).
 //
 // # Format
 //
