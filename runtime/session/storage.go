@@ -55,10 +55,11 @@ func (s *Session) queue(seq int64, line []byte) {
 	s.recs = append(s.recs, Record{Seq: seq, JSON: line[:len(line)-1]})
 }
 
-// Prepare checks a new session as a store's Create does and encodes it
-// for the store: the header's JSON text and a record per initial event. An empty
-// ID gets a random UUID and a zero CreatedAt the time now returns (nil:
-// the system clock). The store keeps them, then calls Restore.
+// Prepare checks a new session for a store's Create and encodes it: the
+// header's JSON text and a record per initial event. An empty ID gets a
+// random UUID and a zero CreatedAt the time now returns (nil: the system
+// clock). The store keeps them, then opens the session with Restore (or
+// Decode and Resume).
 func Prepare(h Header, now func() time.Time, initial ...Event) (header []byte, recs []Record, err error) {
 	if now == nil {
 		now = time.Now

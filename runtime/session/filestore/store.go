@@ -112,15 +112,15 @@ func (s *Store) release(path string) {
 // appending. Version must be 0. An empty ID gets a random UUID, and a zero
 // CreatedAt the current time.
 //
-// initial are events written with the header, keeping their Seq and Time:
-// a fork's seed, copied from its parent (see ClosedPrefix), or the events
-// of a session being copied. SeedLength, which a fork sets to the length
-// of its seed, may not exceed their number, and neither the seed nor all
-// of initial may end inside a turn.
+// initial are events written with the header, keeping their Seq and
+// Time: a fork's seed, copied from its parent (see session.ClosedPrefix),
+// or the events of a session being copied. SeedLength, which a fork sets
+// to the length of its seed, may not exceed their number, and neither the
+// seed nor all of initial may end inside a turn.
 //
 // The header and initial events are on disk (fsynced, directory entry
-// included) when Create returns. It fails with ErrExists if the id is
-// taken.
+// included) when Create returns. It fails with session.ErrExists if the
+// id is taken.
 func (s *Store) Create(h session.Header, initial ...session.Event) (*session.Session, error) {
 	header, recs, err := session.Prepare(h, s.now, initial...)
 	if err != nil {
