@@ -26,11 +26,11 @@ func (b *memBackend) Close() error { b.closed = true; return nil }
 
 func restoreMem(t *testing.T, b *memBackend) *Session {
 	t.Helper()
-	header, recs, err := Prepare(Header{ID: "m"}, func() time.Time { return time.UnixMilli(1) })
+	p, err := Prepare(Header{ID: "m"}, func() time.Time { return time.UnixMilli(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Restore("mem:m", header, recs, b, nil, nil)
+	s, err := Restore("mem:m", p.Header, p.Records, b, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,9 +45,9 @@
 // stores are packages beside it: runtime/session/filestore keeps a JSONL
 // file per session on local disk (the default), runtime/session/pgstore
 // keeps the same events in PostgreSQL for workers that share them. A
-// store builds its Sessions with Prepare and Restore (or Decode and
-// Resume), so a session reads, repairs and exports the same in any of
-// them; runtime/session/storetest is the contract they all meet.
+// store builds its Sessions with Prepare (for Create) and Restore, or
+// Decode and Resume, so a session reads, repairs and exports the same in
+// any of them; runtime/session/storetest is the contract they all meet.
 //
 // # Durability
 //

@@ -18,8 +18,7 @@ type Log struct {
 	// Recovery says what reading repaired.
 	Recovery Recovery
 
-	name string
-	st   *state // what Resume opens; nil once it has
+	st *state // what Resume opens; nil once it has
 }
 
 // Recovery says what was repaired when a session file was read: the
@@ -93,7 +92,7 @@ func Decode(name string, data []byte) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{Header: st.header, Events: st.events, Recovery: rec, name: name, st: st}, nil
+	return &Log{Header: st.header, Events: st.events, Recovery: rec, st: st}, nil
 }
 
 // parse reads a session file's contents. It returns the state (the

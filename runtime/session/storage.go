@@ -55,32 +55,49 @@ func (s *Session) queue(seq int64, line []byte) {
 	s.recs = append(s.recs, Record{Seq: seq, JSON: line[:len(line)-1]})
 }
 
-// Prepare checks a new session for a store's Create and encodes it: the
-// header's JSON text and a record per initial event. An empty ID gets a
-// random UUID and a zero CreatedAt the time now returns (nil: the system
-// clock). The store keeps them, then opens the session with Restore (or
-// Decode and Resume).
-func Prepare(h Header, now func() time.Time, initial ...Event) (header []byte, recs []Record, err error) {
+// Prepared is a new session, checked and encoded for a store's Create.
+type Prepared struct {
+	// Header is the header's JSON text, and Records a record per initial
+	// event: what the store keeps.
+	Header  []byte
+	Records []Record
+	// Log is the session as those make it, its header completed (the ID
+	// and CreatedAt Prepare chose). Once the store keeps the session, it
+	// opens it with Resume(name, Log, ...).
+	Log *Log
+}
+
+// Prepare checks a new session for a store's Create and encodes it. An
+// empty ID gets a random UUID and a zero CreatedAt the time now returns
+// (nil: the system clock).
+//
+// initial are events stored with the header, keeping their Seq and Time:
+// a fork's seed, copied from its parent (see ClosedPrefix), or the events
+// of a session being copied. SeedLength, which a fork sets to the length
+// of its seed, may not exceed their number, and neither the seed nor all
+// of initial may end inside a turn.
+func Prepare(h Header, now func() time.Time, initial ...Event) (*Prepared, error) {
 	if now == nil {
 		now = time.Now
 	}
-	h, buf, _, err := prepare(h, func() int64 { return now().UnixMilli() }, initial)
+	h, buf, st, err := prepare(h, func() int64 { return now().UnixMilli() }, initial)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	p := &Prepared{Log: &Log{Header: h, Events: st.events, st: st}}
 	lines := bytes.SplitAfter(buf, []byte("\n"))
-	header = bytes.TrimSuffix(lines[0], []byte("\n"))
+	p.Header = bytes.TrimSuffix(lines[0], []byte("\n"))
 	for i, l := range lines[1:] {
 		if len(l) == 0 {
 			continue
 		}
-		recs = append(recs, Record{Seq: initial[i].Seq, JSON: bytes.TrimSuffix(l, []byte("\n"))})
+		p.Records = append(p.Records, Record{Seq: initial[i].Seq, JSON: bytes.TrimSuffix(l, []byte("\n"))})
 	}
-	return header, recs, nil
+	return p, nil
 }
 
-// prepare is the checking and encoding Create and Prepare share: the
-// header completed, the file's bytes and the state they make.
+// prepare is Prepare's checking and encoding: the header completed, the
+// session's text and the state it makes.
 func prepare(h Header, nowMs func() int64, initial []Event) (Header, []byte, *state, error) {
 	if h.Version != FormatVersion {
 		return h, nil, nil, fmt.Errorf("session: create: %w: %d", ErrUnsupportedVersion, h.Version)
@@ -157,7 +174,7 @@ func Restore(name string, header []byte, recs []Record, b Backend, now func() ti
 	if l.Recovery.TornLine > 0 || l.Recovery.AddedNewline {
 		return nil, &CorruptError{Path: name, Line: l.Recovery.TornLine, Err: errors.New("a record is not one JSON event")}
 	}
-	s, err := Resume(l, b, now, release)
+	s, err := Resume(name, l, b, now, release)
 	if err != nil {
 		return nil, fmt.Errorf("session: open %s: store repairs: %w", name, err)
 	}
@@ -165,24 +182,26 @@ func Restore(name string, header []byte, recs []Record, b Backend, now func() ti
 }
 
 // Resume opens the session l holds, with new events going to b: l comes
-// from Decode (or ReadFile), and b stores after what l was read from.
-// The store has dealt with the damage Decode reports in l.Recovery that
-// is its own (a torn last line, a missing final newline); Resume stores
-// the events that close a turn left open (l.Recovery.Closed) through b
-// before it returns, and returns b's error as it is if that fails, so
-// the store can say what it was doing. now stamps new events (nil: the
-// system clock); release, when not nil, is called once by Close.
+// from Prepare, once the store keeps what Prepare encoded, or from Decode
+// (or ReadFile) of what the store kept, and b stores after it. name
+// stands for the session in errors and is its Path. Of the damage Decode
+// reports in l.Recovery, the store has dealt with what is its own (a torn
+// last line, a missing final newline); Resume stores the events that
+// close a turn left open (l.Recovery.Closed) through b before it
+// returns, and returns the error as Flush words it if that fails, so the
+// store can say what it was doing. now stamps new events (nil: the system
+// clock); release, when not nil, is called once by Close.
 //
 // l belongs to the session afterwards: do not use it again.
-func Resume(l *Log, b Backend, now func() time.Time, release func()) (*Session, error) {
+func Resume(name string, l *Log, b Backend, now func() time.Time, release func()) (*Session, error) {
 	if l.st == nil {
-		return nil, fmt.Errorf("session: resume %s: the log was not read by Decode", l.name)
+		return nil, fmt.Errorf("session: resume %s: the log was not made by Prepare or Decode, or was resumed already", name)
 	}
 	if now == nil {
 		now = time.Now
 	}
 	nowMs := func() int64 { return now().UnixMilli() }
-	s := &Session{path: l.name, nowMs: nowMs, release: release, backend: b, st: l.st, recovery: l.Recovery}
+	s := &Session{path: name, nowMs: nowMs, release: release, backend: b, st: l.st, recovery: l.Recovery}
 	l.st = nil
 	for _, e := range l.Recovery.Closed {
 		line, err := encodeLine(&e)

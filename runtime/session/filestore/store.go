@@ -122,16 +122,13 @@ func (s *Store) release(path string) {
 // included) when Create returns. It fails with session.ErrExists if the
 // id is taken.
 func (s *Store) Create(h session.Header, initial ...session.Event) (*session.Session, error) {
-	header, recs, err := session.Prepare(h, s.now, initial...)
+	p, err := session.Prepare(h, s.now, initial...)
 	if err != nil {
 		return nil, err
 	}
-	h = session.Header{} // completed below: the id and time Prepare chose
-	if err := json.Unmarshal(header, &h); err != nil {
-		return nil, fmt.Errorf("session: create: %w", err)
-	}
-	buf := append(header, '\n')
-	for _, r := range recs {
+	h = p.Log.Header // completed: the id and time Prepare chose
+	buf := append(append([]byte(nil), p.Header...), '\n')
+	for _, r := range p.Records {
 		buf = append(append(buf, r.JSON...), '\n')
 	}
 
@@ -172,12 +169,8 @@ func (s *Store) Create(h session.Header, initial ...session.Event) (*session.Ses
 	if err := syncDir(s.root); err != nil {
 		return fail(err)
 	}
-	l, err := session.Decode(path, buf)
-	if err != nil {
-		return fail(err)
-	}
 	b := &file{f: f, size: int64(len(buf))}
-	sess, err := session.Resume(l, b, s.now, func() { s.release(path) })
+	sess, err := session.Resume(path, p.Log, b, s.now, func() { s.release(path) })
 	if err != nil {
 		return fail(err)
 	}
@@ -248,7 +241,7 @@ func (s *Store) open1(id, path string) (*session.Session, error) {
 	if l.Recovery.AddedNewline {
 		b.lead = []byte{'\n'} // written with the repairs, or alone below
 	}
-	sess, err := session.Resume(l, b, s.now, func() { s.release(path) })
+	sess, err := session.Resume(path, l, b, s.now, func() { s.release(path) })
 	if err != nil {
 		return fail(fmt.Errorf("session: open %s: write repairs: %w", id, err))
 	}
