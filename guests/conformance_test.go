@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // recordedPath matches the reference's absolute workspace paths in its
@@ -76,7 +77,7 @@ func replayToolScenario(t *testing.T, scenario string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := session.NewStore(t.TempDir()).Create(session.Header{Cwd: ws})
+	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

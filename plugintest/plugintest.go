@@ -34,6 +34,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -197,7 +198,7 @@ func (h *Host) Turn(tool string, args any) Turn {
 	if err != nil {
 		h.t.Fatalf("turn %s: %v", tool, err)
 	}
-	store := session.NewStore(filepath.Join(h.t.TempDir(), "sessions"))
+	store := filestore.New(filepath.Join(h.t.TempDir(), "sessions"), filestore.Options{})
 	sess, err := store.Create(session.Header{Cwd: h.facts.Cwd})
 	if err != nil {
 		h.t.Fatalf("session: %v", err)

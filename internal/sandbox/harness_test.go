@@ -26,6 +26,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -508,7 +509,7 @@ func (e *env) legit() {
 // read.
 func (e *env) agentTurn(tool string) {
 	e.t.Helper()
-	store := session.NewStore(filepath.Join(e.base, "sessions"))
+	store := filestore.New(filepath.Join(e.base, "sessions"), filestore.Options{})
 	sess, err := store.Create(session.Header{Cwd: e.ws})
 	if err != nil {
 		e.t.Fatalf("session: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -40,7 +41,7 @@ func TestCrashHelper(t *testing.T) {
 	if err != nil || killTurn < 1 || killTurn > len(crashPrompts) {
 		t.Fatalf("%s=%q", crashTurnEnv, os.Getenv(crashTurnEnv))
 	}
-	store := session.NewStore(dir)
+	store := filestore.New(dir, filestore.Options{})
 	sess, err := store.Create(session.Header{ID: crashID, Cwd: "/crash"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestCrashMidTurn(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
 				t.Fatalf("the tool did not run before the kill: %v", err)
 			}
-			store := session.NewStore(dir)
+			store := filestore.New(dir, filestore.Options{})
 			sess, err := store.Open(crashID)
 			if err != nil {
 				t.Fatal(err)

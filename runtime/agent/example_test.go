@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -56,7 +57,7 @@ func Example() {
 		return
 	}
 
-	sess, err := session.NewStore(dir).Create(session.Header{Cwd: "/home/me/project"})
+	sess, err := filestore.New(dir, filestore.Options{}).Create(session.Header{Cwd: "/home/me/project"})
 	if err != nil {
 		fmt.Println(err)
 		return

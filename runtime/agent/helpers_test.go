@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -167,9 +168,9 @@ func newRegistry(t testing.TB, persona string, tools ...string) *prompt.Registry
 	return reg
 }
 
-func newStore(t testing.TB) *session.Store { return session.NewStore(t.TempDir()) }
+func newStore(t testing.TB) *filestore.Store { return filestore.New(t.TempDir(), filestore.Options{}) }
 
-func newSession(t testing.TB, store *session.Store, h session.Header) *session.Session {
+func newSession(t testing.TB, store *filestore.Store, h session.Header) *session.Session {
 	t.Helper()
 	s, err := store.Create(h)
 	if err != nil {
@@ -183,7 +184,7 @@ func newSession(t testing.TB, store *session.Store, h session.Header) *session.S
 type fixture struct {
 	*Agent
 	sess  *session.Session
-	store *session.Store
+	store *filestore.Store
 	reg   *prompt.Registry
 	bus   *events.Bus
 	tools *fakeTools

@@ -9,12 +9,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// TypePluginState is the session event that records a plugin's
-// host-side state change (state_set): {plugin, key, value}, a null value
-// for a deletion. It is a record, not part of the conversation.
-const TypePluginState = "plugin/state"
-
-// PluginStateChange is the payload of a plugin/state event.
+// PluginStateChange is the payload of a plugin/state event
+// (session.TypePluginState).
 type PluginStateChange struct {
 	Plugin string          `json:"plugin"`
 	Key    string          `json:"key"`
@@ -22,7 +18,7 @@ type PluginStateChange struct {
 }
 
 // EventType implements session.Payload.
-func (PluginStateChange) EventType() string { return TypePluginState }
+func (PluginStateChange) EventType() string { return session.TypePluginState }
 
 // PluginState is a pluginstate.Store that persists what plugins keep per
 // session in that session's log, so that a resumed session finds its
@@ -81,12 +77,12 @@ func (s *PluginState) SetWithin(pluginName, sessionID, key string, value json.Ra
 func (s *PluginState) attach(sess *session.Session) error {
 	id := sess.Header().ID
 	for _, e := range sess.Events() {
-		if e.Type != TypePluginState {
+		if e.Type != session.TypePluginState {
 			continue
 		}
 		var c PluginStateChange
 		if err := json.Unmarshal(e.Data, &c); err != nil {
-			return fmt.Errorf("session %s: event %d: %s: %w", id, e.Seq, TypePluginState, err)
+			return fmt.Errorf("session %s: event %d: %s: %w", id, e.Seq, session.TypePluginState, err)
 		}
 		v := c.Value
 		if string(v) == "null" {

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
@@ -198,7 +199,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		provider: opts.Provider,
 	}
 	if d.store == nil {
-		d.store = session.NewStore(dir)
+		d.store = filestore.New(dir, filestore.Options{})
 	}
 	d.subs = subagent.NewRegistry(d.bus)
 	d.cache = opts.Cache
