@@ -545,7 +545,7 @@ func TestConformance12RequestBodyGolden(t *testing.T) {
 		sse(w, `{"choices":[{"index":0,"delta":{"content":"DONE"},"finish_reason":"stop"}]}`, "[DONE]")
 	}))
 	defer srv.Close()
-	prov, err := deepseek.New(deepseek.Config{BaseURL: srv.URL, Thinking: deepseek.ThinkingEnabled,
+	prov, err := deepseek.New(deepseek.Options{BaseURL: srv.URL, Thinking: deepseek.ThinkingEnabled,
 		LookupEnv: func(string) (string, bool) { return "key", true }})
 	if err != nil {
 		t.Fatal(err)

@@ -187,3 +187,28 @@ func TestEntryGoldens(t *testing.T) {
 		})
 	}
 }
+
+// provider.thinking takes enabled, disabled or a boolean; anything else,
+// the empty string included, is refused. (Moved from the deepseek
+// package, which no longer decodes YAML.)
+func TestDeploymentProviderThinking(t *testing.T) {
+	for src, want := range map[string]string{
+		"thinking: false":     "disabled",
+		"thinking: true":      "enabled",
+		"thinking: enabled":   "enabled",
+		"thinking: disabled":  "disabled",
+		"base_url: https://x": "",
+	} {
+		dep, err := DecodeDeployment("d.yaml", "/srv", []byte("model: m\nprovider:\n  "+src+"\n"))
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+		} else if dep.Provider.Thinking != want {
+			t.Errorf("%q: thinking %q, want %q", src, dep.Provider.Thinking, want)
+		}
+	}
+	for _, src := range []string{"thinking: maybe", "thinking: ''", "thinking: [enabled]", "modle: typo"} {
+		if _, err := DecodeDeployment("d.yaml", "/srv", []byte("model: m\nprovider:\n  "+src+"\n")); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%q: %v, want ErrInvalidConfig", src, err)
+		}
+	}
+}
