@@ -91,7 +91,7 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		// child to its recorded child script.
 		provider = child.parent.provider
 	} else if opts.Replay != "" {
-		if provider, err = replay.Open(opts.Replay); err != nil {
+		if provider, err = replay.Open(opts.Replay, replay.Options{}); err != nil {
 			return nil, fmt.Errorf("deploy: replay %s: %w", opts.Replay, err)
 		}
 	} else if provider, err = d.liveProvider(); err != nil {
