@@ -405,3 +405,17 @@ func TestNewRejectsInvalidOverride(t *testing.T) {
 		t.Error("nil child accepted")
 	}
 }
+
+// Errors name the package once: an Entry decoded on its own says
+// "replay: ", and an override file's error does not repeat it.
+func TestOverrideErrorPrefix(t *testing.T) {
+	var e Entry
+	err := json.Unmarshal([]byte(`{"kind":"throw"}`), &e)
+	if err == nil || err.Error() != "replay: override entry: a throw entry needs a message" {
+		t.Errorf("Entry error = %v", err)
+	}
+	_, err = ReadOverride(strings.NewReader(`[{"kind":"throw"}]`), "o.json")
+	if err == nil || err.Error() != "replay: bad recording: override o.json: entry 0: a throw entry needs a message" {
+		t.Errorf("ReadOverride error = %v", err)
+	}
+}
