@@ -48,8 +48,8 @@ var (
 	// ErrNoAPIKey: the environment variable that should hold the key is
 	// unset or empty.
 	ErrNoAPIKey = errors.New("deepseek: no API key")
-	// ErrInvalidConfig: an Options field has an unusable value.
-	ErrInvalidConfig = errors.New("deepseek: invalid config")
+	// ErrInvalidOptions: an Options field has an unusable value.
+	ErrInvalidOptions = errors.New("deepseek: invalid options")
 )
 
 // Provider streams chat completions. It is safe for concurrent use.
@@ -70,10 +70,10 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(opts.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrInvalidConfig, opts.BaseURL)
+		return nil, fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrInvalidOptions, opts.BaseURL)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: base URL %q has a query or fragment", ErrInvalidConfig, opts.BaseURL)
+		return nil, fmt.Errorf("%w: base URL %q has a query or fragment", ErrInvalidOptions, opts.BaseURL)
 	}
 	if err := opts.Thinking.validate(); err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func New(opts Options) (*Provider, error) {
 		{"idle timeout", &opts.IdleTimeout, DefaultIdleTimeout},
 	} {
 		if *d.val < 0 {
-			return nil, fmt.Errorf("%w: negative %s %s", ErrInvalidConfig, d.name, *d.val)
+			return nil, fmt.Errorf("%w: negative %s %s", ErrInvalidOptions, d.name, *d.val)
 		}
 		if *d.val == 0 {
 			*d.val = d.def

@@ -804,8 +804,8 @@ func TestNewValidatesOptions(t *testing.T) {
 		{Thinking: "sometimes", LookupEnv: env},
 		{IdleTimeout: -time.Second, LookupEnv: env},
 	} {
-		if _, err := New(opts); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", opts, err)
+		if _, err := New(opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", opts, err)
 		}
 	}
 	p, err := New(Options{LookupEnv: env})

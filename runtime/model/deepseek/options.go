@@ -22,7 +22,7 @@ func (m ThinkingMode) validate() error {
 	case ThinkingDefault, ThinkingEnabled, ThinkingDisabled:
 		return nil
 	}
-	return fmt.Errorf("%w: thinking %q is not %q or %q", ErrInvalidConfig, string(m), ThinkingEnabled, ThinkingDisabled)
+	return fmt.Errorf("%w: thinking %q is not %q or %q", ErrInvalidOptions, string(m), ThinkingEnabled, ThinkingDisabled)
 }
 
 // Options configures a Provider. The zero value talks to DeepSeek with the
