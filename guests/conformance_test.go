@@ -73,7 +73,7 @@ func replayToolScenario(t *testing.T, scenario string) {
 			t.Fatal(err)
 		}
 	}
-	prov, err := replay.Open(path)
+	prov, err := replay.Open(path, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

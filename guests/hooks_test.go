@@ -176,7 +176,7 @@ func replayHookScenario(t *testing.T, scenario string) {
 	if err := os.WriteFile(filepath.Join(confDir, file), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := replay.Open(recPath)
+	prov, err := replay.Open(recPath, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

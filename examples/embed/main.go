@@ -84,7 +84,7 @@ func run(ctx context.Context, out io.Writer, live bool) error {
 	}
 	if live {
 		opts.Provider = nil
-		opts.NewProvider = func() (model.Provider, error) { return deepseek.New(deepseek.Config{}) }
+		opts.NewProvider = func() (model.Provider, error) { return deepseek.New(deepseek.Options{}) }
 	}
 	d, err := deploy.New(ctx, opts)
 	if err != nil {

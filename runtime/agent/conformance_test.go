@@ -149,7 +149,7 @@ func replayScenario(t *testing.T, dir string) {
 		}
 	}
 
-	prov, err := replay.Open(path)
+	prov, err := replay.Open(path, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

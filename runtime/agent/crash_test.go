@@ -55,7 +55,7 @@ func TestCrashHelper(t *testing.T) {
 	}
 	entries = append(entries, replay.Entry{Kind: replay.KindChunks,
 		Chunks: callAnswer(call{"k" + strconv.Itoa(killTurn), "touch", `{"file":"ran"}`})})
-	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.WithOverride(entries))
+	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.Options{Override: entries})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func Example() {
 		{Type: model.ChunkTextDelta, Index: 0, Text: "PONG"},
 		{Type: model.ChunkBlockEnd, Index: 0},
 		{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-	}}}})
+	}}}}, replay.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

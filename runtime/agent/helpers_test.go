@@ -72,7 +72,7 @@ func step(turn, n int, chunks []model.Chunk) replay.Step {
 // scripted returns a replay provider answering with steps.
 func scripted(t testing.TB, steps ...replay.Step) *replay.Provider {
 	t.Helper()
-	p, err := replay.New(&replay.Script{Name: t.Name(), Steps: steps})
+	p, err := replay.New(&replay.Script{Name: t.Name(), Steps: steps}, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

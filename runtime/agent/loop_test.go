@@ -250,10 +250,10 @@ func TestModelThrows(t *testing.T) {
 		{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
 		{Type: model.ChunkTextDelta, Index: 0, Text: "I will"},
 	}
-	prov, err := replay.New(&replay.Script{Name: "throw"}, replay.WithOverride([]replay.Entry{
+	prov, err := replay.New(&replay.Script{Name: "throw"}, replay.Options{Override: []replay.Entry{
 		{Kind: replay.KindThrow, Chunks: partial, Message: "server overloaded", Code: "overloaded", Status: 503},
 		{Kind: replay.KindChunks, Chunks: textAnswer("recovered")},
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,10 +311,10 @@ func TestMalformedStreamEndsTurnError(t *testing.T) {
 }
 
 func TestCancelMidStream(t *testing.T) {
-	prov, err := replay.New(&replay.Script{Name: "cancel"}, replay.WithOverride([]replay.Entry{
+	prov, err := replay.New(&replay.Script{Name: "cancel"}, replay.Options{Override: []replay.Entry{
 		{Kind: replay.KindHang},
 		{Kind: replay.KindChunks, Chunks: textAnswer("after cancel")},
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestCancelMidStream(t *testing.T) {
 }
 
 func TestCancelByCallerContext(t *testing.T) {
-	prov, err := replay.New(&replay.Script{Name: "ctx"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}}))
+	prov, err := replay.New(&replay.Script{Name: "ctx"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func TestRunTurnErrors(t *testing.T) {
 	if _, err := New(context.Background(), Options{}); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("New(zero) = %v", err)
 	}
-	prov, err := replay.New(&replay.Script{Name: "busy"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}}))
+	prov, err := replay.New(&replay.Script{Name: "busy"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,11 +651,11 @@ func TestBuiltinVariables(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		prov, err := replay.New(&replay.Script{Name: "leak", Steps: nil}, replay.WithOverride([]replay.Entry{
+		prov, err := replay.New(&replay.Script{Name: "leak", Steps: nil}, replay.Options{Override: []replay.Entry{
 			{Kind: replay.KindChunks, Chunks: callAnswer(call{"c", "echo", `{}`})},
 			{Kind: replay.KindChunks, Chunks: textAnswer("a")},
 			{Kind: replay.KindHang},
-		}))
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}

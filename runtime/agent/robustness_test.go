@@ -18,7 +18,7 @@ import (
 // A Prompt refused with ErrTurnRunning queues nothing: its message must
 // not ride along, unannounced, in the next caller's turn.
 func TestRefusedPromptQueuesNothing(t *testing.T) {
-	hang, _ := replay.New(&replay.Script{Name: "x"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}, {Kind: replay.KindChunks, Chunks: textAnswer("ok")}}))
+	hang, _ := replay.New(&replay.Script{Name: "x"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}, {Kind: replay.KindChunks, Chunks: textAnswer("ok")}}})
 	started := make(chan struct{})
 	var once sync.Once
 	f := newFixture(t, Options{Provider: hang, OnEvent: func(e session.Event) {

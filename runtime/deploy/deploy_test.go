@@ -219,6 +219,8 @@ func TestResumeContinuesTheSession(t *testing.T) {
 	}
 	if _, err := d.NewSession(ctx, deploy.SessionOptions{Resume: id, Cwd: t.TempDir()}); !errors.Is(err, deploy.ErrInvalidOptions) {
 		t.Errorf("resume with another cwd = %v", err)
+	} else if !strings.HasPrefix(err.Error(), "deploy: invalid options: resume "+id+": ") {
+		t.Errorf("resume with another cwd = %q: want the package named once", err)
 	}
 	r, err := d.NewSession(ctx, deploy.SessionOptions{Resume: id})
 	if err != nil {
@@ -262,6 +264,8 @@ func TestProviderIsNeededOnlyByLiveSessions(t *testing.T) {
 	d2 := open(t, deploy.Options{})
 	if _, err := d2.NewSession(ctx, deploy.SessionOptions{}); !errors.Is(err, deploy.ErrNoProvider) {
 		t.Errorf("no provider = %v", err)
+	} else if strings.Count(err.Error(), "deploy: ") != 1 {
+		t.Errorf("no provider = %q: want the package named once", err)
 	}
 }
 

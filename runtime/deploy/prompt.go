@@ -68,7 +68,7 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 		return nil, fmt.Errorf("deploy: render the prompt: %w", err)
 	}
 	if limit := d.opts.Limits.PromptBytes; limit > 0 && int64(len(system)) > limit {
-		return nil, fmt.Errorf("deploy: %w: the system prompt is %d bytes, over limits.prompt_bytes (%d)", ErrLimit, len(system), limit)
+		return nil, fmt.Errorf("%w: the system prompt is %d bytes, over limits.prompt_bytes (%d)", ErrLimit, len(system), limit)
 	}
 	p := &Prompt{System: system}
 	for _, s := range asm.Sections {
@@ -119,7 +119,7 @@ func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.
 	asm, err := d.reg.Assemble(prompt.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
 	if err != nil {
 		if ctx.Err() != nil && d.opts.Limits.AssemblyTimeout > 0 {
-			return nil, fmt.Errorf("deploy: %w: assembling the prompt took longer than limits.assembly_timeout (%v): %w",
+			return nil, fmt.Errorf("%w: assembling the prompt took longer than limits.assembly_timeout (%v): %w",
 				ErrLimit, d.opts.Limits.AssemblyTimeout, err)
 		}
 		return nil, fmt.Errorf("deploy: assemble the prompt: %w", err)

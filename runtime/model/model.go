@@ -246,7 +246,10 @@ func (f ProviderFunc) Generate(ctx context.Context, req *Request, emit func(Chun
 }
 
 // Errors a provider returns, wrapped with detail. Callers test with
-// errors.Is.
+// errors.Is. They carry no "model: " prefix because the provider that
+// returns one puts its own name first ("deepseek: malformed model stream:
+// line 3: ..."); the Accumulator, which returns them itself, writes
+// "model: ".
 var (
 	// ErrStreamCut: the stream ended before its finish chunk.
 	ErrStreamCut = errors.New("model stream ended before it finished")
