@@ -225,24 +225,40 @@ func (h *Host) State() StateStore { return h.state }
 func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
-	name, err := h.checkName(spec)
+	name, err := h.checkLoad(spec)
 	if err != nil {
 		return nil, err
-	}
-	h.mu.RLock()
-	_, dup := h.plugins[name]
-	h.mu.RUnlock()
-	if dup {
-		return nil, fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
 	}
 	p, err := h.prepare(ctx, name, spec)
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
+	return h.commitLoad(ctx, name, p)
+}
+
+// checkLoad returns the name spec loads under, or why it cannot load:
+// the host is closed, the name is invalid or already taken.
+func (h *Host) checkLoad(spec Spec) (string, error) {
+	name, err := h.checkName(spec)
+	if err != nil {
+		return "", err
+	}
+	h.mu.RLock()
+	_, dup := h.plugins[name]
+	h.mu.RUnlock()
+	if dup {
+		return "", fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
+	}
+	return name, nil
+}
+
+// commitLoad runs a prepared plugin's init and commits its contribution;
+// on failure it closes p. loadMu is held.
+func (h *Host) commitLoad(ctx context.Context, name string, p *Plugin) (*Plugin, error) {
 	h.setLoading(p)
 	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
-	err = h.reg.Update(func(tx *prompt.Tx) error {
+	err := h.reg.Update(func(tx *prompt.Tx) error {
 		if err := p.runInit(ctx, tx); err != nil {
 			return err
 		}
@@ -266,6 +282,47 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	p.activate()
 	h.bus.EmitContained(ctx, events.EventPluginLoaded, PluginEvent{Name: name})
 	return p, nil
+}
+
+// LoadAll loads specs as calling Load for each in turn would: every
+// plugin's init runs, and its contribution is committed, in the order
+// given, and the first failure stops the batch, with the same error Load
+// would return. What comes before a plugin's init (reading, rewriting and
+// compiling its module, see prepare) is what costs most, and it needs
+// nothing from the plugins before it, so up to GOMAXPROCS specs are
+// prepared at once, ahead of the init in turn.
+//
+// It returns the plugins loaded, in order: on failure, the spec that failed
+// is specs[len(plugins)], and the plugins before it stay loaded, as after
+// as many Loads. Modules prepared for the specs after it are released, and
+// LoadAll returns only once no preparation is running.
+func (h *Host) LoadAll(ctx context.Context, specs []Spec) ([]*Plugin, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	b := newBatch(h, ctx, specs)
+	defer b.finish()
+	loaded := make([]*Plugin, 0, len(specs))
+	for i, spec := range specs {
+		pr := b.take(i)
+		// Names are checked in turn, against the plugins loaded by then,
+		// as Load checks them; a name checked early may be taken since.
+		name, err := h.checkLoad(spec)
+		if err != nil {
+			if pr.p != nil {
+				pr.p.close(errDiscarded)
+			}
+			return loaded, err
+		}
+		if pr.err != nil {
+			return loaded, fmt.Errorf("load plugin %q: %w", name, pr.err)
+		}
+		p, err := h.commitLoad(ctx, name, pr.p)
+		if err != nil {
+			return loaded, err
+		}
+		loaded = append(loaded, p)
+	}
+	return loaded, nil
 }
 
 // Reload replaces a loaded plugin with spec: the new module's init runs
