@@ -3,10 +3,12 @@ package plugin
 import (
 	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -545,35 +547,88 @@ func validPluginName(s string) bool {
 	return true
 }
 
-// readSource returns the module bytes of source, checked against pin.
-func (h *Host) readSource(source, pin string) ([]byte, string, error) {
-	var b []byte
+// moduleSource is a module's digest (the sha256 of its bytes, in hex)
+// and its bytes, read only when needed: a warm load compiles the rewritten
+// module from the cache and needs the original's digest alone.
+type moduleSource struct {
+	digest string
+	b      []byte
+	read   func() ([]byte, error) // when b is nil
+}
+
+// bytes returns the module's bytes.
+func (s *moduleSource) bytes() ([]byte, error) {
+	if s.b == nil {
+		b, err := s.read()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		s.b = b
+	}
+	return s.b, nil
+}
+
+// readSource returns the module of source, checked against pin.
+func (h *Host) readSource(source, pin string) (*moduleSource, error) {
+	var src *moduleSource
 	var err error
 	if n, ok := strings.CutPrefix(source, "builtin:"); ok {
 		if h.builtins == nil {
-			return nil, "", fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
+			return nil, fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
 		}
-		b, err = fs.ReadFile(h.builtins, n+".wasm")
+		src, err = readBuiltin(h.builtins, n+".wasm")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
+			return nil, fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
 		}
 	} else if source == "" {
-		return nil, "", fmt.Errorf("%w: empty source", ErrSource)
+		return nil, fmt.Errorf("%w: empty source", ErrSource)
 	} else {
-		b, err = os.ReadFile(source)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrSource, err)
-	}
-	sum := sha256.Sum256(b)
-	digest := hex.EncodeToString(sum[:])
-	if pin != "" {
-		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
-		if want != digest {
-			return nil, "", fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, digest, want)
+		var b []byte
+		if b, err = os.ReadFile(source); err == nil {
+			src = &moduleSource{b: b, digest: digestOf(b)}
 		}
 	}
-	return b, digest, nil
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	if pin != "" {
+		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
+		if want != src.digest {
+			return nil, fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, src.digest, want)
+		}
+	}
+	return src, nil
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// readBuiltin reads a built-in module. An embed.FS cannot change, so its
+// modules are hashed as they stream out of the binary and copied onto the
+// heap only if the module must be rewritten (a cold cache): fs.ReadFile
+// would copy megabytes per module that a warm load never looks at. Any
+// other fs.FS is read once, so that the bytes hashed are the bytes used.
+func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
+	efs, ok := fsys.(embed.FS)
+	if !ok {
+		b, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		return &moduleSource{b: b, digest: digestOf(b)}, nil
+	}
+	f, err := efs.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hash := sha256.New()
+	if _, err := io.Copy(hash, f); err != nil {
+		return nil, err
+	}
+	return &moduleSource{digest: hex.EncodeToString(hash.Sum(nil)), read: func() ([]byte, error) { return efs.ReadFile(file) }}, nil
 }
 
 // Builtins lists the built-in plugin names in fsys.

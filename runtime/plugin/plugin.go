@@ -99,10 +99,11 @@ func (p *Plugin) Contribution() Contribution { return p.contrib.snapshot() }
 
 // prepare reads, verifies and compiles the module and creates its runtime.
 func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, err error) {
-	b, digest, err := h.readSource(spec.Source, spec.SHA256)
+	src, err := h.readSource(spec.Source, spec.SHA256)
 	if err != nil {
 		return nil, err
 	}
+	digest := src.digest
 	cfg := spec.Config
 	if len(cfg) == 0 {
 		cfg = []byte("{}")
@@ -113,14 +114,23 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		limits: spec.Limits.withDefaults(), config: cfg, agents: map[string]*agentSlot{},
 		log: h.log.With("plugin", name)}
 	p.contrib = newContrib(p)
+	var b []byte // the module to compile
 	if spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, err := h.cache.instrument(digest, b); err == nil {
+	} else if ib, release, err := h.cache.instrumentSource(digest, src.bytes); err == nil {
+		// wazero copies what it keeps of the module: the bytes are not
+		// needed past CompileModule.
+		defer release()
 		b, p.interruptible = ib, true
 		p.snapGlobals, p.prepared = interrupt.SnapshotExports(b)
 		p.snapshots = p.prepared && !p.limits.NoSnapshot
 	} else if errors.Is(err, interrupt.ErrUnsupported) {
 		p.log.Warn("cannot instrument the module for interruption; falling back to wazero's slower per-call checks", "err", err)
+	}
+	if b == nil {
+		if b, err = src.bytes(); err != nil {
+			return nil, err
+		}
 	}
 	rcfg := h.cache.runtimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rcfg)
