@@ -159,8 +159,8 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		return nil, err
 	} else if p.snapshots {
 		// A module that starts with a memory big enough for an image grows
-		// it more in its initialiser: a Go guest from 3 MiB to about 20 in
-		// a dozen steps, each a copy on the Go heap.
+		// it in small steps as it runs (a Go guest from its initial 3 MiB),
+		// and on the Go heap each step copies the whole memory.
 		p.mapFresh = p.module.ExportedMemories()["memory"].Min() >= minImageBytes/pageSize
 	}
 	if err := p.openSandbox(); err != nil {
