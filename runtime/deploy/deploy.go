@@ -227,15 +227,10 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
 	}
-	for i, spec := range opts.Plugins {
-		p, err := d.host.Load(ctx, spec)
-		if err != nil {
-			name := spec.Name
-			if name == "" {
-				name = plugin.NameFromSource(spec.Source)
-			}
-			return nil, fmt.Errorf("deploy: plugin %d (%s, %s): %w", i+1, name, spec.Source, err)
-		}
+	// The plugins' modules are prepared concurrently; their inits run and
+	// their registrations commit in the order given (plugin.Host.LoadAll).
+	loaded, err := d.host.LoadAll(ctx, opts.Plugins)
+	for _, p := range loaded {
 		c := p.Contribution()
 		owner := "plugin " + p.Name()
 		for _, s := range c.Sections {
@@ -247,6 +242,15 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		for _, t := range c.Tools {
 			d.owners["tool:"+t.Name] = owner
 		}
+	}
+	if err != nil {
+		i := len(loaded)
+		spec := opts.Plugins[i]
+		name := spec.Name
+		if name == "" {
+			name = plugin.NameFromSource(spec.Source)
+		}
+		return nil, fmt.Errorf("deploy: plugin %d (%s, %s): %w", i+1, name, spec.Source, err)
 	}
 	if err := d.registerSubagentProviders(ctx); err != nil {
 		return nil, err

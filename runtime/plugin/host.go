@@ -3,10 +3,12 @@ package plugin
 import (
 	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -226,24 +228,40 @@ func (h *Host) State() pluginstate.Store { return h.state }
 func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
-	name, err := h.checkName(spec)
+	name, err := h.checkLoad(spec)
 	if err != nil {
 		return nil, err
-	}
-	h.mu.RLock()
-	_, dup := h.plugins[name]
-	h.mu.RUnlock()
-	if dup {
-		return nil, fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
 	}
 	p, err := h.prepare(ctx, name, spec)
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
+	return h.commitLoad(ctx, name, p)
+}
+
+// checkLoad returns the name spec loads under, or why it cannot load:
+// the host is closed, the name is invalid or already taken.
+func (h *Host) checkLoad(spec Spec) (string, error) {
+	name, err := h.checkName(spec)
+	if err != nil {
+		return "", err
+	}
+	h.mu.RLock()
+	_, dup := h.plugins[name]
+	h.mu.RUnlock()
+	if dup {
+		return "", fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
+	}
+	return name, nil
+}
+
+// commitLoad runs a prepared plugin's init and commits its contribution;
+// on failure it closes p. loadMu is held.
+func (h *Host) commitLoad(ctx context.Context, name string, p *Plugin) (*Plugin, error) {
 	h.setLoading(p)
 	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
-	err = h.reg.Update(func(tx *prompt.Tx) error {
+	err := h.reg.Update(func(tx *prompt.Tx) error {
 		if err := p.runInit(ctx, tx); err != nil {
 			return err
 		}
@@ -267,6 +285,47 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	p.activate()
 	h.bus.EmitContained(ctx, events.EventPluginLoaded, PluginEvent{Name: name})
 	return p, nil
+}
+
+// LoadAll loads specs as calling Load for each in turn would: every
+// plugin's init runs, and its contribution is committed, in the order
+// given, and the first failure stops the batch, with the same error Load
+// would return. What comes before a plugin's init (reading, rewriting and
+// compiling its module, see prepare) is what costs most, and it needs
+// nothing from the plugins before it, so up to GOMAXPROCS specs are
+// prepared at once, ahead of the init in turn.
+//
+// It returns the plugins loaded, in order: on failure, the spec that failed
+// is specs[len(plugins)], and the plugins before it stay loaded, as after
+// as many Loads. Modules prepared for the specs after it are released, and
+// LoadAll returns only once no preparation is running.
+func (h *Host) LoadAll(ctx context.Context, specs []Spec) ([]*Plugin, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	b := newBatch(h, ctx, specs)
+	defer b.finish()
+	loaded := make([]*Plugin, 0, len(specs))
+	for i, spec := range specs {
+		pr := b.take(i)
+		// Names are checked in turn, against the plugins loaded by then,
+		// as Load checks them; a name checked early may be taken since.
+		name, err := h.checkLoad(spec)
+		if err != nil {
+			if pr.p != nil {
+				pr.p.close(errDiscarded)
+			}
+			return loaded, err
+		}
+		if pr.err != nil {
+			return loaded, fmt.Errorf("load plugin %q: %w", name, pr.err)
+		}
+		p, err := h.commitLoad(ctx, name, pr.p)
+		if err != nil {
+			return loaded, err
+		}
+		loaded = append(loaded, p)
+	}
+	return loaded, nil
 }
 
 // Reload replaces a loaded plugin with spec: the new module's init runs
@@ -491,35 +550,88 @@ func validPluginName(s string) bool {
 	return true
 }
 
-// readSource returns the module bytes of source, checked against pin.
-func (h *Host) readSource(source, pin string) ([]byte, string, error) {
-	var b []byte
+// moduleSource is a module's digest (the sha256 of its bytes, in hex)
+// and its bytes, read only when needed: a warm load compiles the rewritten
+// module from the cache and needs the original's digest alone.
+type moduleSource struct {
+	digest string
+	b      []byte
+	read   func() ([]byte, error) // when b is nil
+}
+
+// bytes returns the module's bytes.
+func (s *moduleSource) bytes() ([]byte, error) {
+	if s.b == nil {
+		b, err := s.read()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		s.b = b
+	}
+	return s.b, nil
+}
+
+// readSource returns the module of source, checked against pin.
+func (h *Host) readSource(source, pin string) (*moduleSource, error) {
+	var src *moduleSource
 	var err error
 	if n, ok := strings.CutPrefix(source, "builtin:"); ok {
 		if h.builtins == nil {
-			return nil, "", fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
+			return nil, fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
 		}
-		b, err = fs.ReadFile(h.builtins, n+".wasm")
+		src, err = readBuiltin(h.builtins, n+".wasm")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
+			return nil, fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
 		}
 	} else if source == "" {
-		return nil, "", fmt.Errorf("%w: empty source", ErrSource)
+		return nil, fmt.Errorf("%w: empty source", ErrSource)
 	} else {
-		b, err = os.ReadFile(source)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrSource, err)
-	}
-	sum := sha256.Sum256(b)
-	digest := hex.EncodeToString(sum[:])
-	if pin != "" {
-		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
-		if want != digest {
-			return nil, "", fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, digest, want)
+		var b []byte
+		if b, err = os.ReadFile(source); err == nil {
+			src = &moduleSource{b: b, digest: digestOf(b)}
 		}
 	}
-	return b, digest, nil
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	if pin != "" {
+		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
+		if want != src.digest {
+			return nil, fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, src.digest, want)
+		}
+	}
+	return src, nil
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// readBuiltin reads a built-in module. An embed.FS cannot change, so its
+// modules are hashed as they stream out of the binary and copied onto the
+// heap only if the module must be rewritten (a cold cache): fs.ReadFile
+// would copy megabytes per module that a warm load never looks at. Any
+// other fs.FS is read once, so that the bytes hashed are the bytes used.
+func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
+	efs, ok := fsys.(embed.FS)
+	if !ok {
+		b, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		return &moduleSource{b: b, digest: digestOf(b)}, nil
+	}
+	f, err := efs.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hash := sha256.New()
+	if _, err := io.Copy(hash, f); err != nil {
+		return nil, err
+	}
+	return &moduleSource{digest: hex.EncodeToString(hash.Sum(nil)), read: func() ([]byte, error) { return efs.ReadFile(file) }}, nil
 }
 
 // Builtins lists the built-in plugin names in fsys.
