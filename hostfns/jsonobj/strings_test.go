@@ -248,3 +248,25 @@ func FuzzStringBody(f *testing.F) {
 		check(t, []byte(`{"kk":1,"k":"`+string(body)+`"}`))
 	})
 }
+
+// BenchmarkAppendQuote1KiB quotes 1 KiB without and with 64 characters
+// to escape, as the community guest quotes its echoed result.
+func BenchmarkAppendQuote1KiB(b *testing.B) {
+	plain := strings.Repeat("abcdefghijklmnop", 64)
+	escaped := strings.Repeat("abcdefghijklmno\n", 32) + strings.Repeat("abcdefghijklmno\"", 32)
+	for _, c := range []struct {
+		name, s string
+		escapes int
+	}{{"plain", plain, 0}, {"escaped", escaped, 64}} {
+		b.Run(c.name, func(b *testing.B) {
+			var out []byte
+			b.SetBytes(int64(len(c.s)))
+			for b.Loop() {
+				out = AppendQuote(out[:0], c.s)
+			}
+			if len(out) != len(c.s)+2+c.escapes {
+				b.Fatalf("%d bytes", len(out))
+			}
+		})
+	}
+}
