@@ -762,8 +762,9 @@ var quoteEscape = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't
 
 // AppendQuote appends s to dst as a JSON string. Invalid UTF-8 becomes
 // U+FFFD; control characters, quotes and backslashes are escaped (\n, \r
-// and \t by letter, the other controls as \u00XX), and nothing else is,
-// so the result is as short as encoding/json's without its HTML escaping.
+// and \t by letter, the other controls as \u00XX), and nothing else is:
+// encoding/json also escapes U+2028, U+2029 and, by default, <, > and &,
+// and writes \b and \f by letter. Both decode to the same string.
 //
 // As appendUnquoted, it stores a window before looking at it and advances
 // past its plain bytes; quoting never shortens, so those stores stay
