@@ -61,7 +61,7 @@ func fsRows(c bconfig) ([]*row, error) {
 		return nil, fmt.Errorf("load builtin:tool-fs: %w", err)
 	}
 	facts := &prompt.AgentFacts{ID: "a1", Session: "s1", Model: "m", Cwd: dir}
-	actx := plugin.WithAgent(ctx, facts)
+	actx := prompt.WithAgent(ctx, facts)
 	tool := func(name, args string) (string, error) {
 		r, err := h.CallTool(actx, facts, name, []byte(args))
 		if err != nil {

@@ -96,7 +96,7 @@ func loopRows(c bconfig) ([]*row, error) {
 		return nil, err
 	}
 	defer srv.Close()
-	prov, err := deepseek.New(deepseek.Config{BaseURL: url, APIKeyEnv: "BENCH_KEY", Model: "m",
+	prov, err := deepseek.New(deepseek.Options{BaseURL: url, APIKeyEnv: "BENCH_KEY", Model: "m",
 		LookupEnv: func(string) (string, bool) { return "k", true }})
 	if err != nil {
 		return nil, err

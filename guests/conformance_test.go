@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // recordedPath matches the reference's absolute workspace paths in its
@@ -72,11 +73,11 @@ func replayToolScenario(t *testing.T, scenario string) {
 			t.Fatal(err)
 		}
 	}
-	prov, err := replay.Open(path)
+	prov, err := replay.Open(path, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := session.NewStore(t.TempDir()).Create(session.Header{Cwd: ws})
+	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package guests
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,12 +22,6 @@ type FactsConfig struct {
 func HostFacts() FactsConfig {
 	zone, _ := zoneName(time.Local, "/etc/localtime", "/etc/timezone")
 	return FactsConfig{Platform: runtime.GOOS + "/" + runtime.GOARCH, Timezone: zone}
-}
-
-// JSON encodes the config for plugin.Spec.Config.
-func (c FactsConfig) JSON() json.RawMessage {
-	b, _ := json.Marshal(c) // two strings: encoding cannot fail
-	return b
 }
 
 // zoneName names the IANA zone of loc, the host's local zone. Go names

@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // hookRig is an agent with tool-bash and one hook bridge loaded.
@@ -99,7 +100,7 @@ func newHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.Pr
 			t.Fatalf("load %s: %v", e.name, err)
 		}
 	}
-	sess, err := session.NewStore(t.TempDir()).Create(session.Header{Cwd: ws})
+	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func replayHookScenario(t *testing.T, scenario string) {
 	if err := os.WriteFile(filepath.Join(confDir, file), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := replay.Open(recPath)
+	prov, err := replay.Open(recPath, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

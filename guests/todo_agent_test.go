@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // TestToolTodoThroughTheLoop: a todo_write call made by the model in a turn
@@ -59,7 +60,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 		}
 		return nil
 	})
-	sess, err := session.NewStore(t.TempDir()).Create(session.Header{Cwd: t.TempDir()})
+	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // toolEnv is one built-in tool plugin loaded in a real host, called for
@@ -51,7 +52,7 @@ func loadTool(t testing.TB, name string, g config.Grants, cfg string, memory con
 		t.Fatalf("load builtin:%s: %v", name, err)
 	}
 	facts := &prompt.AgentFacts{ID: "a1", Session: "s1", Model: "m", Cwd: dir}
-	return &toolEnv{h: h, facts: facts, dir: dir, ctx: plugin.WithAgent(bg, facts)}
+	return &toolEnv{h: h, facts: facts, dir: dir, ctx: prompt.WithAgent(bg, facts)}
 }
 
 func workspaceRW() config.Grants {
@@ -59,7 +60,7 @@ func workspaceRW() config.Grants {
 }
 
 // call runs a tool; a failed call (not an error result) fails the test.
-func (e *toolEnv) call(t testing.TB, name, args string) plugin.ToolResult {
+func (e *toolEnv) call(t testing.TB, name, args string) tool.Result {
 	t.Helper()
 	r, err := e.h.CallTool(e.ctx, e.facts, name, []byte(args))
 	if err != nil {

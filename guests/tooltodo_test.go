@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 type recorded struct {
@@ -19,7 +20,7 @@ type recorded struct {
 func TestToolTodoRecordsSessionEvent(t *testing.T) {
 	e := loadTool(t, "tool-todo", config.Grants{SessionEvents: []string{"todo/write"}}, "", 0)
 	var got []recorded
-	e.ctx = plugin.WithSessionEvents(e.ctx, func(typ string, data json.RawMessage) error {
+	e.ctx = pluginstate.WithSessionEvents(e.ctx, func(typ string, data json.RawMessage) error {
 		got = append(got, recorded{typ, string(data)})
 		return nil
 	})
@@ -46,7 +47,7 @@ func TestToolTodoRecordsSessionEvent(t *testing.T) {
 	}
 
 	// No session to record in: the call's context carries no sink.
-	e.ctx = plugin.WithAgent(bg, e.facts)
+	e.ctx = prompt.WithAgent(bg, e.facts)
 	e.fails(t, "todo_write", `{"todos":[]}`, "no agent session")
 }
 

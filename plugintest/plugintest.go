@@ -34,6 +34,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // Host is a plugin host for one test, with the built-in variables
@@ -117,26 +119,26 @@ func (h *Host) Load(path string, opts ...LoadOption) *plugin.Plugin {
 	return p
 }
 
-// Call runs tool with args (any JSON-encodable value, or json.RawMessage)
-// for the test agent. A tool's own error is a result with IsError; a
+// Call runs the tool called name with args (any JSON-encodable value,
+// or json.RawMessage) for the test agent. A tool's own error is a result with IsError; a
 // failed call (no such tool, a trap, the budget) fails the test.
-func (h *Host) Call(tool string, args any) plugin.ToolResult {
+func (h *Host) Call(name string, args any) tool.Result {
 	h.t.Helper()
-	r, err := h.CallErr(tool, args)
+	r, err := h.CallErr(name, args)
 	if err != nil {
-		h.t.Fatalf("call %s: %v", tool, err)
+		h.t.Fatalf("call %s: %v", name, err)
 	}
 	return r
 }
 
 // CallErr is Call that returns the call's failure instead.
-func (h *Host) CallErr(tool string, args any) (plugin.ToolResult, error) {
+func (h *Host) CallErr(name string, args any) (tool.Result, error) {
 	h.t.Helper()
 	b, err := encodeArgs(args)
 	if err != nil {
-		h.t.Fatalf("call %s: %v", tool, err)
+		h.t.Fatalf("call %s: %v", name, err)
 	}
-	return h.CallTool(context.Background(), h.facts, tool, b)
+	return h.CallTool(context.Background(), h.facts, name, b)
 }
 
 func encodeArgs(args any) ([]byte, error) {
@@ -166,7 +168,7 @@ func (h *Host) Render() string {
 
 // RenderErr is Render that returns the failure instead.
 func (h *Host) RenderErr() (string, error) {
-	a, err := h.Registry().Assemble(plugin.WithAgent(context.Background(), h.facts), prompt.AssembleContext{Agent: h.facts})
+	a, err := h.Registry().Assemble(prompt.WithAgent(context.Background(), h.facts), prompt.AssembleContext{Agent: h.facts})
 	if err != nil {
 		return "", err
 	}
@@ -196,7 +198,7 @@ func (h *Host) Turn(tool string, args any) Turn {
 	if err != nil {
 		h.t.Fatalf("turn %s: %v", tool, err)
 	}
-	store := session.NewStore(filepath.Join(h.t.TempDir(), "sessions"))
+	store := filestore.New(filepath.Join(h.t.TempDir(), "sessions"), filestore.Options{})
 	sess, err := store.Create(session.Header{Cwd: h.facts.Cwd})
 	if err != nil {
 		h.t.Fatalf("session: %v", err)

@@ -45,10 +45,28 @@ type Section struct {
 
 // Tool is what the model is told about one tool. Parameters is a JSON
 // Schema object; empty means a tool without parameters.
+//
+// It is the one Go description of a tool: the registry holds it, model
+// requests carry it, native tools and front ends describe their tools
+// with it. Plugins send its wire shape, hostfns.ToolRequest, which the
+// plugin host translates when it registers the tool.
 type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// emptyParameters is the schema a tool without parameters is sent with.
+const emptyParameters = `{"type":"object","properties":{}}`
+
+// Sent returns t as the model receives it: a tool without parameters
+// gets the schema of an empty object. The agent loop sends tools so, and
+// deployments report them so.
+func (t Tool) Sent() Tool {
+	if len(t.Parameters) == 0 {
+		t.Parameters = json.RawMessage(emptyParameters)
+	}
+	return t
 }
 
 // ChangeKind says what a Change did.

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"log/slog"
-
 	"errors"
 	"fmt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // usageError marks an error as the caller's misuse of the command line.

@@ -71,11 +71,9 @@ func inspectDeployed(ctx context.Context, g *globals, file, name string, logger 
 		l := p.Grants.Limits
 		out.Limits = deployedLimits{Memory: l.Memory.String(), MemoryPages: l.MemoryPages(),
 			CallTimeout: l.CallTimeout.String(), InitTimeout: l.InitTimeout.String()}
-		caps := config.Capabilities{Plugin: n, Exec: r.Capabilities.Exec, Net: r.Capabilities.Net, Env: r.Capabilities.Env}
-		for _, f := range r.Capabilities.FS {
-			caps.FS = append(caps.FS, config.FSCapability{Path: f.Path, Mode: config.FSMode(f.Mode)})
-		}
-		if err := p.Grants.Check(caps); err != nil {
+		caps := r.Capabilities
+		caps.SessionEvents = nil // not reported here (yet)
+		if err := p.Grants.Check(n, caps); err != nil {
 			var joined interface{ Unwrap() []error }
 			if errors.As(err, &joined) {
 				for _, e := range joined.Unwrap() {

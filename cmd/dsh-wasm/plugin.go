@@ -183,7 +183,7 @@ type inspectReport struct {
 	PluginABI     string                     `json:"plugin_abi"`
 	Sections      []inspectSection           `json:"sections"`
 	Variables     []string                   `json:"variables"`
-	Tools         []inspectTool              `json:"tools"`
+	Tools         []prompt.Tool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 	Capabilities  hostfns.Capabilities       `json:"capabilities"`
 	PromptOrder   [2]int                     `json:"prompt_order"`
@@ -202,12 +202,6 @@ type inspectSection struct {
 	Order   int    `json:"order"`
 	Dynamic bool   `json:"dynamic"`
 	Text    string `json:"text,omitempty"`
-}
-
-type inspectTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // inspectPlugin loads spec in a host of its own (a one-plugin deployment:
@@ -250,7 +244,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 		PluginABI:     p.ABI(),
 		Sections:      make([]inspectSection, 0, len(c.Sections)),
 		Variables:     c.Variables,
-		Tools:         make([]inspectTool, 0, len(c.Tools)),
+		Tools:         c.Tools,
 		Subscriptions: c.Subscriptions,
 		Capabilities:  p.Capabilities(),
 		Bounds:        p.Bounds(),
@@ -270,9 +264,6 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 	}
 	for _, s := range c.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
-	}
-	for _, t := range c.Tools {
-		r.Tools = append(r.Tools, inspectTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -106,10 +107,10 @@ func cliAgent(id string) *prompt.AgentFacts {
 	return &prompt.AgentFacts{ID: id, Session: "cli-" + id, Model: "cli", Cwd: cwd}
 }
 
-func callPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, agentID, tool string, args []byte, logger *slog.Logger) (_ plugin.ToolResult, err error) {
+func callPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, agentID, toolName string, args []byte, logger *slog.Logger) (_ tool.Result, err error) {
 	h, closeHost, err := cliHost(ctx, g, logger)
 	if err != nil {
-		return plugin.ToolResult{}, err
+		return tool.Result{}, err
 	}
 	defer func() {
 		if cerr := closeHost(); cerr != nil && err == nil {
@@ -118,16 +119,16 @@ func callPlugin(ctx context.Context, g *globals, source string, config json.RawM
 	}()
 	p, err := h.Load(ctx, plugin.Spec{Source: source, Config: config, Inspect: true})
 	if err != nil {
-		return plugin.ToolResult{}, err
+		return tool.Result{}, err
 	}
-	if !hasTool(p, tool) {
+	if !hasTool(p, toolName) {
 		names := []string{}
 		for _, t := range p.Contribution().Tools {
 			names = append(names, t.Name)
 		}
-		return plugin.ToolResult{}, fmt.Errorf("plugin %q has no tool %q (it has %v)", p.Name(), tool, names)
+		return tool.Result{}, fmt.Errorf("plugin %q has no tool %q (it has %v)", p.Name(), toolName, names)
 	}
-	return h.CallTool(ctx, cliAgent(agentID), tool, args)
+	return h.CallTool(ctx, cliAgent(agentID), toolName, args)
 }
 
 func hasTool(p *plugin.Plugin, name string) bool {
@@ -157,7 +158,7 @@ type renderedSection struct {
 // others; an assembly failure is returned as an error.
 func renderPlugin(ctx context.Context, h *plugin.Host, p *plugin.Plugin) (*renderReport, error) {
 	facts := cliAgent("inspect")
-	a, err := h.Registry().Assemble(plugin.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
+	a, err := h.Registry().Assemble(prompt.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
 	if err != nil {
 		return nil, fmt.Errorf("assemble the prompt: %w", err)
 	}

@@ -142,7 +142,7 @@ func TestInspectTestkit(t *testing.T) {
 			{Name: "kit:dyn", Order: 130, Dynamic: true},
 		},
 		Variables: []string{"kit_model"},
-		Tools: []inspectTool{
+		Tools: []prompt.Tool{
 			{Name: "echo", Description: "testkit tool echo", Parameters: json.RawMessage(`{"type":"object"}`)},
 			{Name: "counter", Description: "testkit tool counter", Parameters: json.RawMessage(`{"type":"object"}`)},
 		},

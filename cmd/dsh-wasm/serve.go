@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/pgstore"
 )
 
@@ -213,7 +214,7 @@ PostgreSQL (the DSN is read from the environment variable the file names).`,
 						return err
 					}
 				}
-				st = session.NewStore(dir)
+				st = filestore.New(dir, filestore.Options{})
 			}
 			return st.Export(args[0], s.out)
 		},

@@ -20,11 +20,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 func main() {
@@ -38,17 +40,19 @@ func main() {
 
 // wordCount is a native tool: plain Go, called in-process.
 var wordCount = deploy.Tool{
-	Name:        "word_count",
-	Description: "Count the words in a text.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-	Run: func(_ context.Context, call deploy.ToolCall) (deploy.ToolResult, error) {
+	Tool: prompt.Tool{
+		Name:        "word_count",
+		Description: "Count the words in a text.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	},
+	Run: func(_ context.Context, call deploy.ToolCall) (tool.Result, error) {
 		var args struct {
 			Text string `json:"text"`
 		}
 		if err := json.Unmarshal(call.Args, &args); err != nil {
-			return deploy.ToolResult{Text: "bad arguments: " + err.Error(), IsError: true}, nil
+			return tool.Result{Text: "bad arguments: " + err.Error(), IsError: true}, nil
 		}
-		return deploy.ToolResult{Text: fmt.Sprint(len(strings.Fields(args.Text)))}, nil
+		return tool.Result{Text: fmt.Sprint(len(strings.Fields(args.Text)))}, nil
 	},
 }
 
@@ -80,7 +84,7 @@ func run(ctx context.Context, out io.Writer, live bool) error {
 	}
 	if live {
 		opts.Provider = nil
-		opts.NewProvider = func() (model.Provider, error) { return deepseek.New(deepseek.Config{}) }
+		opts.NewProvider = func() (model.Provider, error) { return deepseek.New(deepseek.Options{}) }
 	}
 	d, err := deploy.New(ctx, opts)
 	if err != nil {

@@ -352,7 +352,7 @@ func (a *agent) askPermission(ctx context.Context, id acp.SessionId, r agentpkg.
 		},
 	})
 	if err != nil {
-		return false, fmt.Errorf("acp: session/request_permission: %w", err)
+		return false, fmt.Errorf("acpagent: session/request_permission: %w", err)
 	}
 	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == permAllow, nil
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/frontend/acpagent"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // client records the updates an agent sends.
@@ -92,8 +94,8 @@ func connect(t *testing.T, d *deploy.Deployment) (*acp.ClientSideConnection, *cl
 	return conn, c
 }
 
-func native(name string, result deploy.ToolResult) deploy.Tool {
-	return deploy.Tool{Name: name, Description: name, Run: func(context.Context, deploy.ToolCall) (deploy.ToolResult, error) {
+func native(name string, result tool.Result) deploy.Tool {
+	return deploy.Tool{Tool: prompt.Tool{Name: name, Description: name}, Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
 		return result, nil
 	}}
 }
@@ -144,8 +146,8 @@ func TestBridge(t *testing.T) {
 	d, err := deploy.New(context.Background(), deploy.Options{
 		Model: "m", Provider: provider, SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
 		Tools: []deploy.Tool{
-			native("bash", deploy.ToolResult{Text: "FAIL\n[exit code: 2]"}),
-			native("read", deploy.ToolResult{Text: "no such file", IsError: true}),
+			native("bash", tool.Result{Text: "FAIL\n[exit code: 2]"}),
+			native("read", tool.Result{Text: "no such file", IsError: true}),
 		},
 	})
 	if err != nil {

@@ -235,7 +235,7 @@ func (s *Server) syncTools(ctx context.Context) error {
 
 // addTool serves one tool under exactly the name, description and input
 // schema the model is told.
-func (s *Server) addTool(t deploy.ToolSpec) (err error) {
+func (s *Server) addTool(t prompt.Tool) (err error) {
 	var schema map[string]any
 	if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema["type"] != "object" {
 		return fmt.Errorf("mcpserver: tool %s: parameters are not a JSON Schema object, which MCP requires; not served", t.Name)

@@ -470,14 +470,61 @@ const (
 	highs = 0x8080808080808080
 )
 
+// The scans below go through a string in windows of 16 bytes (two words)
+// and step over a two-byte escape without leaving their loop. They are
+// shaped for Go's Wasm target, where it matters most: there, each taken
+// branch goes through a dispatch at the top of its function (a br_table),
+// so a window has no branch but its loop's and finds its first special
+// byte without one (two trailing-zero counts). Measured in Wasm (wazero),
+// this scans a 1 KiB string with 64 escapes in half the time of eight
+// bytes at a time with an inner 32-byte loop, and decodes it in 40% of
+// the time of finding each run and appending it; windows of four words
+// were slower than two.
+
 // special has the high bit of each byte of x set that is a quote, a
-// backslash, a control character or outside ASCII, and maybe of bytes
-// after such a byte; it is zero when there is none.
+// backslash or a control character, and maybe of bytes after such a byte;
+// it is zero when there is none. The lowest byte flagged is always a real
+// one: a false flag needs a borrow from a lower byte, and only a flagged
+// byte lends one. Bytes outside ASCII are not flagged (the "&^ x" drops
+// them, and they lend no borrow).
 func special(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	s := x ^ (ones * '\\')
+	return ((x - ones*0x20) | (q - ones) | (s - ones)) &^ x & highs
+}
+
+// specialOrHigh is special with the bytes outside ASCII flagged too.
+func specialOrHigh(x uint64) uint64 {
 	q := x ^ (ones * '"')
 	s := x ^ (ones * '\\')
 	return ((x - ones*0x20) | (q - ones) | (s - ones) | x) & highs
 }
+
+// backslashOrHigh flags, as special does, the backslashes and the bytes
+// outside ASCII of x: the bytes a decoder cannot copy as they are.
+func backslashOrHigh(x uint64) uint64 {
+	return ((x ^ (ones * '\\')) - ones | x) & highs
+}
+
+// first16 returns the index of the first flagged byte of a 16-byte
+// window, given its two words' flags (not both zero), without a branch:
+// the second word's count is added only when the first's is 64.
+func first16(m0, m1 uint64) int {
+	t0, t1 := bits.TrailingZeros64(m0), bits.TrailingZeros64(m1)
+	return (t0 + t1&-(t0>>6)) >> 3
+}
+
+// notOneByteEscape is zero for the bytes that may follow a backslash to
+// make a two-byte escape (all of JSON's escapes but \u), one for the rest.
+var notOneByteEscape = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 1
+	}
+	for _, c := range `"\/bfnrt` {
+		t[c] = 0
+	}
+	return t
+}()
 
 // str scans a string at p.i (the opening quote), leaving p.i after the
 // closing quote and p.esc set if the string needs decoding (escapes, or
@@ -487,24 +534,38 @@ func (p *parser) str() error {
 	i := p.i + 1
 	esc := false
 	for {
-		// Eight bytes at a time while none is a quote, a backslash, a
-		// control character or outside ASCII, and thirty-two at a time
-		// once eight were plain. (Unrolled: in Wasm the loop's own
-		// overhead is most of the cost. Eight first, because right after
-		// an escape the next one is often near.)
+		// Until the string is known to need decoding, bytes outside
+		// ASCII stop the scan as well. After, they no longer matter, and
+		// two-byte escapes are stepped over in a loop over 16-byte
+		// windows (17 in the document: an escape's second byte may follow
+		// the window).
+		if !esc {
+			// 32 at a time: the first special byte ends this loop, and
+			// the one below finds it.
+			for i+32 <= len(b) && specialOrHigh(load64(b, i))|specialOrHigh(load64(b, i+8))|specialOrHigh(load64(b, i+16))|specialOrHigh(load64(b, i+24)) == 0 {
+				i += 32
+			}
+		} else {
+			for i+17 <= len(b) {
+				m0, m1 := special(load64(b, i)), special(load64(b, i+8))
+				if m0|m1 == 0 {
+					i += 16
+					continue
+				}
+				i += first16(m0, m1)
+				if uint(b[i])^'\\'|uint(notOneByteEscape[b[i+1]]) != 0 {
+					break // a quote, a control character, \u or a bad escape
+				}
+				i += 2
+			}
+		}
+		// Eight bytes at a time near the end.
 		for i+8 <= len(b) {
-			if m := special(load64(b, i)); m != 0 {
-				// The lowest flagged byte is a real one (a false flag
-				// needs a borrow from a lower byte that is itself
-				// flagged): skip the plain bytes before it at once, not
-				// one by one through the loops again.
+			if m := specialOrHigh(load64(b, i)); m != 0 {
 				i += bits.TrailingZeros64(m) / 8
 				break
 			}
 			i += 8
-			for i+32 <= len(b) && special(load64(b, i))|special(load64(b, i+8))|special(load64(b, i+16))|special(load64(b, i+24)) == 0 {
-				i += 32
-			}
 		}
 		if i >= len(b) {
 			p.i = i
@@ -566,76 +627,123 @@ func hex4(s []byte) rune {
 	return rune(unhex(s[0])<<12 | unhex(s[1])<<8 | unhex(s[2])<<4 | unhex(s[3]))
 }
 
+// unescape maps the byte after a backslash to the byte a two-byte escape
+// stands for; it is zero for 'u' and for bytes no escape starts with.
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// room returns b resliced to its capacity, reallocated first (keeping
+// b[:n]) unless it has at least free bytes after the first n.
+func room(b []byte, n, free int) []byte {
+	if cap(b)-n >= free {
+		return b[:cap(b)]
+	}
+	nb := make([]byte, max(n+free, 2*cap(b)))
+	copy(nb, b[:n])
+	return nb
+}
+
 // appendUnquoted decodes the body of a string Parse has validated,
 // replacing invalid UTF-8 and lone surrogates with U+FFFD as
-// encoding/json does. Runs of plain bytes between escapes are found a
-// word at a time and copied in one append: under Wasm a byte loop costs
-// several times a bulk copy.
+// encoding/json does.
+//
+// Plain bytes are copied by whole windows: a window is stored to the
+// output before it is looked at, and the output then advances only past
+// its plain bytes, so the run between two escapes costs loads and stores,
+// not a byte loop or a call to copy it. A store may write past what is
+// decoded so far; what comes next overwrites it. So that nothing is left
+// written past the end of the result, in dst's spare capacity, 16-byte
+// stores are used while at least 96 bytes of input remain, which decode
+// to at least 16 (the shortest decoding is \u0041's, 6 bytes to 1), and
+// 8-byte stores while at least 48 remain; the rest is copied run by run.
+//
+// Invariant: the output has room for as many bytes as remain of the input
+// (only an invalid byte decodes longer, to U+FFFD, and makes more room).
 func appendUnquoted(dst, s []byte) []byte {
-	if cap(dst)-len(dst) < len(s) {
-		dst = append(make([]byte, 0, len(dst)+len(s)), dst...)
-	}
-	for i := 0; i < len(s); {
-		j := plainRun(s, i)
-		if j > i {
-			dst = append(dst, s[i:j]...)
-			i = j
-			if i >= len(s) {
+	o := len(dst)
+	d := room(dst, o, len(s))
+	i := 0
+	for i < len(s) {
+		for len(s)-i >= 96 {
+			x0, x1 := load64(s, i), load64(s, i+8)
+			store64(d, o, x0)
+			store64(d, o+8, x1)
+			m0, m1 := backslashOrHigh(x0), backslashOrHigh(x1)
+			if m0|m1 == 0 {
+				i += 16
+				o += 16
+				continue
+			}
+			k := first16(m0, m1)
+			i += k
+			o += k
+			if uint(s[i])^'\\'|uint(notOneByteEscape[s[i+1]]) != 0 {
+				break // outside ASCII, or \u
+			}
+			d[o] = unescape[s[i+1]]
+			o++
+			i += 2
+		}
+		if len(s)-i >= 48 {
+			x := load64(s, i)
+			store64(d, o, x)
+			m := backslashOrHigh(x)
+			if m == 0 {
+				i += 8
+				o += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) / 8
+			i += k
+			o += k
+		} else {
+			j := plainRun(s, i)
+			o += copy(d[o:], s[i:j])
+			if i = j; i >= len(s) {
 				break
 			}
 		}
-		c := s[i]
-		if c == '\\' {
-			i++
-			switch s[i] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := hex4(s[i+1:])
-				i += 4
-				if utf16.IsSurrogate(r) {
-					pair := utf8.RuneError
-					if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-						if d := utf16.DecodeRune(r, hex4(s[i+3:])); d != utf8.RuneError {
-							pair = d
-							i += 6
-						}
-					}
-					r = pair
-				}
-				dst = utf8.AppendRune(dst, r)
-			default: // " \ /
-				dst = append(dst, s[i])
+		// s[i] is a backslash or a byte outside ASCII.
+		if s[i] == '\\' {
+			if c := unescape[s[i+1]]; c != 0 {
+				d[o] = c
+				o++
+				i += 2
+				continue
 			}
-			i++
+			// \uXXXX, maybe the first half of a surrogate pair.
+			r := hex4(s[i+2:])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				pair := utf8.RuneError
+				if len(s)-i >= 6 && s[i] == '\\' && s[i+1] == 'u' {
+					if d := utf16.DecodeRune(r, hex4(s[i+2:])); d != utf8.RuneError {
+						pair = d
+						i += 6
+					}
+				}
+				r = pair
+			}
+			o += utf8.EncodeRune(d[o:], r)
 			continue
 		}
-		// c is outside ASCII: copy a valid sequence, replace an invalid byte.
+		// Outside ASCII: copy a valid sequence, replace an invalid byte.
 		r, n := utf8.DecodeRune(s[i:])
 		if r == utf8.RuneError && n == 1 {
-			dst = utf8.AppendRune(dst, utf8.RuneError)
+			d = room(d, o, len(s)-i+2)
+			o += copy(d[o:], "\uFFFD")
 		} else {
-			dst = append(dst, s[i:i+n]...)
+			o += copy(d[o:], s[i:i+n])
 		}
 		i += n
 	}
-	return dst
+	return d[:o]
 }
 
 // plainRun returns the index of the first byte at or after i that is a
 // backslash or outside ASCII, or len(s). Eight bytes are tested at a time.
 func plainRun(s []byte, i int) int {
 	for i+8 <= len(s) {
-		x := load64(s, i)
-		if m := ((x ^ (ones * '\\')) - ones | x) & highs; m != 0 {
+		if m := backslashOrHigh(load64(s, i)); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 		i += 8
@@ -648,46 +756,95 @@ func plainRun(s []byte, i int) int {
 
 const hexDigits = "0123456789abcdef"
 
+// quoteEscape maps the ASCII bytes AppendQuote escapes by letter to that
+// letter; zero for the rest.
+var quoteEscape = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
+
 // AppendQuote appends s to dst as a JSON string. Invalid UTF-8 becomes
-// U+FFFD; control characters, quotes and backslashes are escaped, and
-// nothing else is, so the result is as short as encoding/json's without
-// its HTML escaping.
+// U+FFFD; control characters, quotes and backslashes are escaped (\n, \r
+// and \t by letter, the other controls as \u00XX), and nothing else is:
+// encoding/json also escapes U+2028, U+2029 and, by default, <, > and &,
+// and writes \b and \f by letter. Both decode to the same string.
+//
+// As appendUnquoted, it stores a window before looking at it and advances
+// past its plain bytes; quoting never shortens, so those stores stay
+// within the result. Invariant: the output has room for as many bytes as
+// remain of the input, and the closing quote.
 func AppendQuote(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+	o := len(dst)
+	d := room(dst, o, len(s)+2)
+	d[o] = '"'
+	o++
+	i := 0
+	for i < len(s) {
+		for len(s)-i >= 16 {
+			x0, x1 := loadString64(s, i), loadString64(s, i+8)
+			store64(d, o, x0)
+			store64(d, o+8, x1)
+			m0, m1 := specialOrHigh(x0), specialOrHigh(x1)
+			if m0|m1 == 0 {
+				i += 16
+				o += 16
+				continue
+			}
+			k := first16(m0, m1)
+			i += k
+			o += k
+			// A quote, a backslash, \n, \r or \t: escape it here, if
+			// there is room. Anything else: below.
+			e := quoteEscape[s[i]]
+			if e == 0 || cap(d)-o < len(s)-i+2 {
+				break
+			}
+			d[o] = '\\'
+			d[o+1] = e
+			o += 2
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		if len(s)-i >= 8 {
+			x := loadString64(s, i)
+			store64(d, o, x)
+			m := specialOrHigh(x)
+			if m == 0 {
+				i += 8
+				o += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) / 8
+			i += k
+			o += k
+		} else if c := s[i]; c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			d[o] = c
+			o++
 			i++
 			continue
 		}
+		// s[i] needs a look: escape it, check its UTF-8, or replace it.
+		c := s[i]
 		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			d = room(d, o, len(s)-i+6)
+			if e := quoteEscape[c]; e != 0 {
+				d[o], d[o+1] = '\\', e
+				o += 2
+			} else {
+				d[o], d[o+1], d[o+2], d[o+3], d[o+4], d[o+5] = '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf]
+				o += 6
 			}
 			i++
-			start = i
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
+			d = room(d, o, len(s)-i+3)
+			o += copy(d[o:], "\uFFFD")
+		} else {
+			o += copy(d[o:], s[i:i+n])
 		}
 		i += n
 	}
-	return append(append(dst, s[start:]...), '"')
+	d[o] = '"'
+	return d[:o+1]
 }

@@ -12,3 +12,14 @@ import "unsafe"
 func load64(b []byte, i int) uint64 {
 	return *(*uint64)(unsafe.Pointer(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), i)))
 }
+
+// loadString64 is load64 for a string.
+func loadString64(s string, i int) uint64 {
+	return *(*uint64)(unsafe.Pointer(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i)))
+}
+
+// store64 writes x to b[i:i+8] little-endian in one store; the caller has
+// checked the bounds.
+func store64(b []byte, i int, x uint64) {
+	*(*uint64)(unsafe.Pointer(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), i))) = x
+}

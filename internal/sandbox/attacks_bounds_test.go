@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // The bounds attacks (issue 9): a plugin with few or no grants makes the
@@ -134,7 +135,7 @@ func (e *env) wantHeap(what string, before uint64) uint64 {
 // bounds; the model answers "done" at once.
 func (e *env) turn(modelName string, bounds agent.AssemblyBounds) (agent.TurnResult, error, time.Duration) {
 	e.t.Helper()
-	store := session.NewStore(filepath.Join(e.base, "sessions"))
+	store := filestore.New(filepath.Join(e.base, "sessions"), filestore.Options{})
 	sess, err := store.Create(session.Header{Cwd: e.ws})
 	if err != nil {
 		e.t.Fatalf("session: %v", err)

@@ -26,6 +26,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // Environment variables the suite plants: the canary one is never
@@ -311,15 +313,15 @@ func (e *env) attacker(cfg map[string]any, grants ...string) *plugin.Plugin {
 }
 
 // call runs a tool and records whatever came back.
-func (e *env) call(facts *prompt.AgentFacts, tool string, args any) (plugin.ToolResult, error) {
+func (e *env) call(facts *prompt.AgentFacts, name string, args any) (tool.Result, error) {
 	e.t.Helper()
 	b, err := json.Marshal(args)
 	must(e.t, err)
-	return e.callRaw(e.ctx, facts, tool, b)
+	return e.callRaw(e.ctx, facts, name, b)
 }
 
-func (e *env) callRaw(ctx context.Context, facts *prompt.AgentFacts, tool string, args []byte) (plugin.ToolResult, error) {
-	r, err := e.host.CallTool(ctx, facts, tool, args)
+func (e *env) callRaw(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
+	r, err := e.host.CallTool(ctx, facts, name, args)
 	e.record(r.Text)
 	e.recordErr(err)
 	return r, err
@@ -481,7 +483,7 @@ func (e *env) lifecycle() {
 func (e *env) legit() {
 	e.t.Helper()
 	tool := "benign_ok"
-	if p := e.host.Plugin("attacker"); p != nil && slices.ContainsFunc(p.Contribution().Tools, func(t hostfns.ToolRequest) bool { return t.Name == "ok" }) {
+	if p := e.host.Plugin("attacker"); p != nil && slices.ContainsFunc(p.Contribution().Tools, func(t prompt.Tool) bool { return t.Name == "ok" }) {
 		tool = "ok"
 		start := time.Now()
 		r, err := e.call(e.main, tool, map[string]string{"path": e.ws + "/hello.txt"})
@@ -507,7 +509,7 @@ func (e *env) legit() {
 // read.
 func (e *env) agentTurn(tool string) {
 	e.t.Helper()
-	store := session.NewStore(filepath.Join(e.base, "sessions"))
+	store := filestore.New(filepath.Join(e.base, "sessions"), filestore.Options{})
 	sess, err := store.Create(session.Header{Cwd: e.ws})
 	if err != nil {
 		e.t.Fatalf("session: %v", err)

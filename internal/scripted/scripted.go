@@ -96,5 +96,5 @@ func TurnsScript(name string, turns ...[]Answer) *replay.Script {
 
 // Provider is a replay provider over TurnsScript.
 func Provider(turns ...[]Answer) (*replay.Provider, error) {
-	return replay.New(TurnsScript("scripted", turns...), replay.WithoutDiscovery())
+	return replay.New(TurnsScript("scripted", turns...), replay.Options{})
 }

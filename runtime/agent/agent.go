@@ -11,22 +11,25 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
-// ToolRunner runs the tools the model calls. *plugin.Host implements it.
+// ToolRunner runs the tools the model calls. The loop knows nothing of
+// how: the Wasm plugin host (*plugin.Host) implements it, and so does a
+// deployment's runner that serves native Go tools beside the plugins';
+// subagent and MCP-client tools come in the same way. Each implementation
+// asserts it in its own package.
 type ToolRunner interface {
 	// CallTool runs the tool called name with args (a JSON object) for
 	// the agent described by facts. A tool's own failure is a result
 	// with IsError; an error means the call could not be made or the
-	// plugin failed (trap, compute budget, cancellation).
-	CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error)
+	// tool's runner failed (a plugin's trap or compute budget,
+	// cancellation).
+	CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error)
 	// EndAgent releases what the runner holds for the agent.
 	EndAgent(ctx context.Context, agentID string)
 }
-
-var _ ToolRunner = (*plugin.Host)(nil)
 
 // StepResult is what a completed step produced, for the continuation
 // decision.
@@ -425,7 +428,7 @@ func (a *Agent) record(e session.Event) (session.Event, error) {
 // logged by the bus and do not concern the loop.
 func (a *Agent) emitContained(ctx context.Context, event string, payload any) {
 	facts := a.facts
-	ctx = plugin.WithAgent(context.WithoutCancel(ctx), &facts)
+	ctx = prompt.WithAgent(context.WithoutCancel(ctx), &facts)
 	if err := a.bus.EmitContained(ctx, event, payload); err != nil && errors.Is(err, events.ErrWrongMode) {
 		a.log.Error("agent: lifecycle event not emitted", "event", event, "err", err)
 	}

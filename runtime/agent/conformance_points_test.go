@@ -32,8 +32,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // lines returns each event but the chunks as "type data", for comparing a
@@ -163,8 +163,8 @@ func TestConformance03ErrorTurnEnds(t *testing.T) {
 		status int
 		code   string
 	}{{401, "AUTH"}, {403, "AUTH"}, {429, "RATE_LIMIT"}, {400, "INVALID_REQUEST"}, {500, "SERVER"}, {503, "SERVER"}, {418, "HTTP_418"}} {
-		prov, err := replay.New(&replay.Script{Name: "err"}, replay.WithOverride([]replay.Entry{
-			{Kind: replay.KindThrow, Message: "refused", Status: tc.status}}))
+		prov, err := replay.New(&replay.Script{Name: "err"}, replay.Options{Override: []replay.Entry{
+			{Kind: replay.KindThrow, Message: "refused", Status: tc.status}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestConformance03ErrorTurnEnds(t *testing.T) {
 	}
 
 	t.Run("disposed", func(t *testing.T) {
-		prov, err := replay.New(&replay.Script{Name: "hang"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}}))
+		prov, err := replay.New(&replay.Script{Name: "hang"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,9 +346,9 @@ func TestConformance06ToolListeners(t *testing.T) {
 // a NOT_RUN result. After: nothing.
 func TestConformance07CancelRecordsNoUnrunCalls(t *testing.T) {
 	var f *fixture
-	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		f.Cancel("session/cancel")
-		return plugin.ToolResult{Text: "first ran"}, nil
+		return tool.Result{Text: "first ran"}, nil
 	}}
 	f = newFixture(t, Options{Tools: tools, Provider: scripted(t,
 		step(1, 1, callAnswer(call{"a", "echo", `{}`}, call{"b", "echo", `{}`})))})
@@ -435,7 +435,7 @@ func TestConformance10CompactionReplays(t *testing.T) {
 	if err := live.sess.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := replay.Open(live.sess.Path(), replay.WithoutDiscovery())
+	prov, err := replay.Open(live.sess.Path(), replay.Options{NoOverrideFile: true, NoChildFiles: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestConformance12RequestBodyGolden(t *testing.T) {
 		sse(w, `{"choices":[{"index":0,"delta":{"content":"DONE"},"finish_reason":"stop"}]}`, "[DONE]")
 	}))
 	defer srv.Close()
-	prov, err := deepseek.New(deepseek.Config{BaseURL: srv.URL, Thinking: deepseek.ThinkingEnabled,
+	prov, err := deepseek.New(deepseek.Options{BaseURL: srv.URL, Thinking: deepseek.ThinkingEnabled,
 		LookupEnv: func(string) (string, bool) { return "key", true }})
 	if err != nil {
 		t.Fatal(err)

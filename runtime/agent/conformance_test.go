@@ -15,8 +15,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // TestConformanceSessionsLoad reads every session file of the corpus,
@@ -75,11 +75,11 @@ type recordedTools struct {
 	next    int
 }
 
-func (r *recordedTools) CallTool(_ context.Context, _ *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error) {
+func (r *recordedTools) CallTool(_ context.Context, _ *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.next >= len(r.calls) {
-		return plugin.ToolResult{}, fmt.Errorf("unexpected tool call %s %s: the recording has %d", name, args, len(r.calls))
+		return tool.Result{}, fmt.Errorf("unexpected tool call %s %s: the recording has %d", name, args, len(r.calls))
 	}
 	c := r.calls[r.next]
 	r.next++
@@ -88,9 +88,9 @@ func (r *recordedTools) CallTool(_ context.Context, _ *prompt.AgentFacts, name s
 	}
 	res, ok := r.results[c.CallID]
 	if !ok {
-		return plugin.ToolResult{}, fmt.Errorf("no recorded result for call %s", c.CallID)
+		return tool.Result{}, fmt.Errorf("no recorded result for call %s", c.CallID)
 	}
-	return plugin.ToolResult{Text: res.Content.Text(), IsError: res.IsError}, nil
+	return tool.Result{Text: res.Content.Text(), IsError: res.IsError}, nil
 }
 
 func (r *recordedTools) EndAgent(context.Context, string) {}
@@ -149,7 +149,7 @@ func replayScenario(t *testing.T, dir string) {
 		}
 	}
 
-	prov, err := replay.Open(path)
+	prov, err := replay.Open(path, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 const (
@@ -40,7 +41,7 @@ func TestCrashHelper(t *testing.T) {
 	if err != nil || killTurn < 1 || killTurn > len(crashPrompts) {
 		t.Fatalf("%s=%q", crashTurnEnv, os.Getenv(crashTurnEnv))
 	}
-	store := session.NewStore(dir)
+	store := filestore.New(dir, filestore.Options{})
 	sess, err := store.Create(session.Header{ID: crashID, Cwd: "/crash"})
 	if err != nil {
 		t.Fatal(err)
@@ -54,16 +55,16 @@ func TestCrashHelper(t *testing.T) {
 	}
 	entries = append(entries, replay.Entry{Kind: replay.KindChunks,
 		Chunks: callAnswer(call{"k" + strconv.Itoa(killTurn), "touch", `{"file":"ran"}`})})
-	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.WithOverride(entries))
+	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.Options{Override: entries})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		if name != "touch" {
-			return plugin.ToolResult{Text: name + ": " + string(args)}, nil
+			return tool.Result{Text: name + ": " + string(args)}, nil
 		}
 		if err := os.WriteFile(filepath.Join(dir, "ran"), nil, 0o600); err != nil {
-			return plugin.ToolResult{}, err
+			return tool.Result{}, err
 		}
 		crashtest.Ready()
 		select {} // killed here, after the tool's effect, before its result
@@ -98,7 +99,7 @@ func TestCrashMidTurn(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
 				t.Fatalf("the tool did not run before the kill: %v", err)
 			}
-			store := session.NewStore(dir)
+			store := filestore.New(dir, filestore.Options{})
 			sess, err := store.Open(crashID)
 			if err != nil {
 				t.Fatal(err)

@@ -70,7 +70,7 @@
 // The payloads the loop emits on the event bus encode as JSON, which is
 // how Wasm plugin listeners see them. Waterfall payloads are pointers, and
 // a listener returns the same type, modified or not. Every emission's
-// context carries the agent's facts (plugin.WithAgent), so a plugin
+// context carries the agent's facts (prompt.WithAgent), so a plugin
 // handles it in that agent's instance.
 //
 //	event                   mode       payload

@@ -4,6 +4,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // AgentEvent is the payload of agent/start and agent/end.
@@ -31,7 +32,7 @@ type PreStep struct {
 	Step     int               `json:"step"`
 	System   string            `json:"system"`
 	Messages []model.Message   `json:"messages"`
-	Tools    []model.Tool      `json:"tools"`
+	Tools    []prompt.Tool     `json:"tools"`
 
 	agent *Agent // the emitting agent, for in-process listeners
 }
@@ -67,12 +68,6 @@ type ToolExecution struct {
 	Block string `json:"block,omitempty"`
 	// Context, appended to by tools/post-execute listeners, is recorded
 	// as context/message events after the tool result.
-	Context []HookNote  `json:"context,omitempty"`
-	Result  *ToolOutput `json:"result,omitempty"`
-}
-
-// ToolOutput is what a tool call gives back to the model.
-type ToolOutput struct {
-	Text    string `json:"text"`
-	IsError bool   `json:"isError"`
+	Context []HookNote   `json:"context,omitempty"`
+	Result  *tool.Result `json:"result,omitempty"`
 }

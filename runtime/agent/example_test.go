@@ -10,16 +10,17 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // noTools is a ToolRunner without tools; a deployment passes its
 // *plugin.Host.
 type noTools struct{}
 
-func (noTools) CallTool(context.Context, *prompt.AgentFacts, string, []byte) (plugin.ToolResult, error) {
-	return plugin.ToolResult{}, errors.New("no tools")
+func (noTools) CallTool(context.Context, *prompt.AgentFacts, string, []byte) (tool.Result, error) {
+	return tool.Result{}, errors.New("no tools")
 }
 
 func (noTools) EndAgent(context.Context, string) {}
@@ -50,13 +51,13 @@ func Example() {
 		{Type: model.ChunkTextDelta, Index: 0, Text: "PONG"},
 		{Type: model.ChunkBlockEnd, Index: 0},
 		{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-	}}}})
+	}}}}, replay.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	sess, err := session.NewStore(dir).Create(session.Header{Cwd: "/home/me/project"})
+	sess, err := filestore.New(dir, filestore.Options{}).Create(session.Header{Cwd: "/home/me/project"})
 	if err != nil {
 		fmt.Println(err)
 		return

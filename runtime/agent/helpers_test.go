@@ -16,6 +16,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -70,7 +72,7 @@ func step(turn, n int, chunks []model.Chunk) replay.Step {
 // scripted returns a replay provider answering with steps.
 func scripted(t testing.TB, steps ...replay.Step) *replay.Provider {
 	t.Helper()
-	p, err := replay.New(&replay.Script{Name: t.Name(), Steps: steps})
+	p, err := replay.New(&replay.Script{Name: t.Name(), Steps: steps}, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,18 +103,18 @@ func (r *recorder) requests() []model.Request {
 
 // fakeTools is a ToolRunner answering through fn.
 type fakeTools struct {
-	fn    func(ctx context.Context, name string, args []byte) (plugin.ToolResult, error)
+	fn    func(ctx context.Context, name string, args []byte) (tool.Result, error)
 	mu    sync.Mutex
 	calls []string // name + " " + args
 	ended []string
 }
 
-func (f *fakeTools) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error) {
+func (f *fakeTools) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, name+" "+string(args))
 	f.mu.Unlock()
 	if f.fn == nil {
-		return plugin.ToolResult{}, errors.New("fakeTools: no tools")
+		return tool.Result{}, errors.New("fakeTools: no tools")
 	}
 	return f.fn(ctx, name, args)
 }
@@ -131,8 +133,8 @@ func (f *fakeTools) called() []string {
 
 // echoTools answers every call with "<name>: <args>".
 func echoTools() *fakeTools {
-	return &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
-		return plugin.ToolResult{Text: name + ": " + string(args)}, nil
+	return &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
+		return tool.Result{Text: name + ": " + string(args)}, nil
 	}}
 }
 
@@ -166,9 +168,9 @@ func newRegistry(t testing.TB, persona string, tools ...string) *prompt.Registry
 	return reg
 }
 
-func newStore(t testing.TB) *session.Store { return session.NewStore(t.TempDir()) }
+func newStore(t testing.TB) *filestore.Store { return filestore.New(t.TempDir(), filestore.Options{}) }
 
-func newSession(t testing.TB, store *session.Store, h session.Header) *session.Session {
+func newSession(t testing.TB, store *filestore.Store, h session.Header) *session.Session {
 	t.Helper()
 	s, err := store.Create(h)
 	if err != nil {
@@ -182,7 +184,7 @@ func newSession(t testing.TB, store *session.Store, h session.Header) *session.S
 type fixture struct {
 	*Agent
 	sess  *session.Session
-	store *session.Store
+	store *filestore.Store
 	reg   *prompt.Registry
 	bus   *events.Bus
 	tools *fakeTools

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 func TestTextTurn(t *testing.T) {
@@ -172,14 +173,14 @@ func TestMultiStepTurns(t *testing.T) {
 }
 
 func TestToolFailuresGoBackToModel(t *testing.T) {
-	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (plugin.ToolResult, error) {
+	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		switch name {
 		case "failing":
-			return plugin.ToolResult{Text: "no such file", IsError: true}, nil
+			return tool.Result{Text: "no such file", IsError: true}, nil
 		case "broken":
-			return plugin.ToolResult{}, fmt.Errorf("%w: unreachable", plugin.ErrTrap)
+			return tool.Result{}, fmt.Errorf("%w: unreachable", plugin.ErrTrap)
 		}
-		return plugin.ToolResult{Text: "ok " + string(args)}, nil
+		return tool.Result{Text: "ok " + string(args)}, nil
 	}}
 	f := newFixture(t, Options{
 		Registry: newRegistry(t, testPersona, "echo", "failing", "broken"),
@@ -249,10 +250,10 @@ func TestModelThrows(t *testing.T) {
 		{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
 		{Type: model.ChunkTextDelta, Index: 0, Text: "I will"},
 	}
-	prov, err := replay.New(&replay.Script{Name: "throw"}, replay.WithOverride([]replay.Entry{
+	prov, err := replay.New(&replay.Script{Name: "throw"}, replay.Options{Override: []replay.Entry{
 		{Kind: replay.KindThrow, Chunks: partial, Message: "server overloaded", Code: "overloaded", Status: 503},
 		{Kind: replay.KindChunks, Chunks: textAnswer("recovered")},
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,10 +311,10 @@ func TestMalformedStreamEndsTurnError(t *testing.T) {
 }
 
 func TestCancelMidStream(t *testing.T) {
-	prov, err := replay.New(&replay.Script{Name: "cancel"}, replay.WithOverride([]replay.Entry{
+	prov, err := replay.New(&replay.Script{Name: "cancel"}, replay.Options{Override: []replay.Entry{
 		{Kind: replay.KindHang},
 		{Kind: replay.KindChunks, Chunks: textAnswer("after cancel")},
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestCancelMidStream(t *testing.T) {
 }
 
 func TestCancelByCallerContext(t *testing.T) {
-	prov, err := replay.New(&replay.Script{Name: "ctx"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}}))
+	prov, err := replay.New(&replay.Script{Name: "ctx"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestPreStepSeesTheRequestPrompt(t *testing.T) {
 	off, _ := f.bus.On(events.EventAgentPreStep, "test", func(ctx context.Context, p any) error {
 		ps := p.(*PreStep)
 		seen = append(seen, *ps)
-		if got := plugin.AgentFrom(ctx); got == nil || got.ID != f.Facts().ID {
+		if got := prompt.AgentFrom(ctx); got == nil || got.ID != f.Facts().ID {
 			return fmt.Errorf("context carries agent %v", got)
 		}
 		return nil
@@ -548,7 +549,7 @@ func TestRunTurnErrors(t *testing.T) {
 	if _, err := New(context.Background(), Options{}); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("New(zero) = %v", err)
 	}
-	prov, err := replay.New(&replay.Script{Name: "busy"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}}))
+	prov, err := replay.New(&replay.Script{Name: "busy"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,11 +651,11 @@ func TestBuiltinVariables(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		prov, err := replay.New(&replay.Script{Name: "leak", Steps: nil}, replay.WithOverride([]replay.Entry{
+		prov, err := replay.New(&replay.Script{Name: "leak", Steps: nil}, replay.Options{Override: []replay.Entry{
 			{Kind: replay.KindChunks, Chunks: callAnswer(call{"c", "echo", `{}`})},
 			{Kind: replay.KindChunks, Chunks: textAnswer("a")},
 			{Kind: replay.KindHang},
-		}))
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}

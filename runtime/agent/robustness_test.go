@@ -11,14 +11,14 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // A Prompt refused with ErrTurnRunning queues nothing: its message must
 // not ride along, unannounced, in the next caller's turn.
 func TestRefusedPromptQueuesNothing(t *testing.T) {
-	hang, _ := replay.New(&replay.Script{Name: "x"}, replay.WithOverride([]replay.Entry{{Kind: replay.KindHang}, {Kind: replay.KindChunks, Chunks: textAnswer("ok")}}))
+	hang, _ := replay.New(&replay.Script{Name: "x"}, replay.Options{Override: []replay.Entry{{Kind: replay.KindHang}, {Kind: replay.KindChunks, Chunks: textAnswer("ok")}}})
 	started := make(chan struct{})
 	var once sync.Once
 	f := newFixture(t, Options{Provider: hang, OnEvent: func(e session.Event) {
@@ -54,7 +54,7 @@ func TestRefusedPromptQueuesNothing(t *testing.T) {
 // the turn goes on and closes properly.
 func TestToolRunnerPanicIsAnErrorResult(t *testing.T) {
 	prov := scripted(t, step(1, 1, callAnswer(call{"c1", "echo", `{}`})), step(1, 2, textAnswer("done")))
-	tools := &fakeTools{fn: func(context.Context, string, []byte) (plugin.ToolResult, error) { panic("host bug") }}
+	tools := &fakeTools{fn: func(context.Context, string, []byte) (tool.Result, error) { panic("host bug") }}
 	f := newFixture(t, Options{Provider: prov, Tools: tools})
 	defer func() {
 		if r := recover(); r != nil {

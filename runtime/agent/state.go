@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// TypePluginState is the session event that records a plugin's
-// host-side state change (state_set): {plugin, key, value}, a null value
-// for a deletion. It is a record, not part of the conversation.
-const TypePluginState = "plugin/state"
-
-// PluginStateChange is the payload of a plugin/state event.
+// PluginStateChange is the payload of a plugin/state event
+// (session.TypePluginState).
 type PluginStateChange struct {
 	Plugin string          `json:"plugin"`
 	Key    string          `json:"key"`
@@ -22,37 +18,39 @@ type PluginStateChange struct {
 }
 
 // EventType implements session.Payload.
-func (PluginStateChange) EventType() string { return TypePluginState }
+func (PluginStateChange) EventType() string { return session.TypePluginState }
 
-// PluginState is a plugin.StateStore that persists what plugins keep per
+// PluginState is a pluginstate.Store that persists what plugins keep per
 // session in that session's log, so that a resumed session finds its
 // plugins' state (a todo list, the versions of the files read) where it
 // was. Give it to the plugin host (plugin.Options.State) and to every
 // agent (Options.State). State of sessions no agent has attached is kept
 // in memory only.
 type PluginState struct {
-	mem      *plugin.MemoryState
+	mem      *pluginstate.Memory
 	mu       sync.Mutex
 	sessions map[string]*session.Session
 }
 
+var _ pluginstate.LimitedStore = (*PluginState)(nil)
+
 // NewPluginState returns an empty store.
 func NewPluginState() *PluginState {
-	return &PluginState{mem: plugin.NewMemoryState(), sessions: map[string]*session.Session{}}
+	return &PluginState{mem: pluginstate.NewMemory(), sessions: map[string]*session.Session{}}
 }
 
-// Get implements plugin.StateStore.
+// Get implements pluginstate.Store.
 func (s *PluginState) Get(pluginName, sessionID, key string) (json.RawMessage, bool, error) {
 	return s.mem.Get(pluginName, sessionID, key)
 }
 
-// Set implements plugin.StateStore: it stores the change and appends it to
+// Set implements pluginstate.Store: it stores the change and appends it to
 // the session's log, flushed with the turn it happened in.
 func (s *PluginState) Set(pluginName, sessionID, key string, value json.RawMessage) error {
-	return s.SetWithin(pluginName, sessionID, key, value, plugin.MaxStateBytes)
+	return s.SetWithin(pluginName, sessionID, key, value, pluginstate.MaxBytes)
 }
 
-// SetWithin implements plugin.LimitedStateStore: Set under the plugin's
+// SetWithin implements pluginstate.LimitedStore: Set under the plugin's
 // own bound (grants.limits.state_bytes).
 func (s *PluginState) SetWithin(pluginName, sessionID, key string, value json.RawMessage, limit int64) error {
 	if err := s.mem.SetWithin(pluginName, sessionID, key, value, limit); err != nil {
@@ -79,12 +77,12 @@ func (s *PluginState) SetWithin(pluginName, sessionID, key string, value json.Ra
 func (s *PluginState) attach(sess *session.Session) error {
 	id := sess.Header().ID
 	for _, e := range sess.Events() {
-		if e.Type != TypePluginState {
+		if e.Type != session.TypePluginState {
 			continue
 		}
 		var c PluginStateChange
 		if err := json.Unmarshal(e.Data, &c); err != nil {
-			return fmt.Errorf("session %s: event %d: %s: %w", id, e.Seq, TypePluginState, err)
+			return fmt.Errorf("session %s: event %d: %s: %w", id, e.Seq, session.TypePluginState, err)
 		}
 		v := c.Value
 		if string(v) == "null" {

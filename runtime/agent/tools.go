@@ -10,8 +10,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // ToolErrorName is the ToolError.Name of the error results the loop gives
@@ -34,7 +34,7 @@ const (
 
 // toolOutcome is a call's result with the error identity of a failure.
 type toolOutcome struct {
-	ToolOutput
+	tool.Result
 	err *session.ToolError
 	// context is what tools/post-execute listeners added, recorded after
 	// the result.
@@ -44,7 +44,7 @@ type toolOutcome struct {
 // errorResult is an error result whose text, as the reference writes it,
 // is "Error: " and the message.
 func errorResult(name, code, format string, args ...any) toolOutcome {
-	out := toolOutcome{ToolOutput: ToolOutput{Text: "Error: " + fmt.Sprintf(format, args...), IsError: true}}
+	out := toolOutcome{Result: tool.Result{Text: "Error: " + fmt.Sprintf(format, args...), IsError: true}}
 	if code != "" {
 		out.err = &session.ToolError{Name: name, Code: code}
 	}
@@ -133,7 +133,7 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 		return out
 	}
 	post := orig
-	post.Result = &out.ToolOutput
+	post.Result = &out.Result
 	v, err = a.bus.Waterfall(ctx, events.EventToolPostExecute, &post)
 	if err == nil {
 		p, ok := v.(*ToolExecution)
@@ -145,10 +145,10 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 		case p.Block != "":
 			// Blocked: the model gets the hook's feedback instead, as
 			// an error result (tools/src/index.ts, a "block" decision).
-			out = toolOutcome{ToolOutput: ToolOutput{Text: p.Block, IsError: true}, context: p.Context}
+			out = toolOutcome{Result: tool.Result{Text: p.Block, IsError: true}, context: p.Context}
 		default:
-			if *p.Result != out.ToolOutput {
-				out = toolOutcome{ToolOutput: *p.Result}
+			if *p.Result != out.Result {
+				out = toolOutcome{Result: *p.Result}
 			}
 			out.context = p.Context
 		}
@@ -189,7 +189,7 @@ func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, ar
 		}
 		return errorResult(ToolErrorName, CodePluginFailure, "tool %q failed: %v", name, err)
 	}
-	return toolOutcome{ToolOutput: ToolOutput{Text: r.Text, IsError: r.IsError}}
+	return toolOutcome{Result: r}
 }
 
 // callArguments checks the model's argument text. Nothing at all, which
@@ -211,7 +211,7 @@ func callArguments(s string) ([]byte, error) {
 
 // callTool runs the tool runner, turning a panic in it into an error: a
 // host failure ends up as an error result, never as a crashed turn.
-func callTool(ctx context.Context, tr ToolRunner, facts *prompt.AgentFacts, name string, args []byte) (r plugin.ToolResult, err error) {
+func callTool(ctx context.Context, tr ToolRunner, facts *prompt.AgentFacts, name string, args []byte) (r tool.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the tool runner panicked: %v", p)

@@ -10,7 +10,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -30,9 +30,9 @@ const (
 	CodeInvalidArguments = "INVALID_ARGS"       // tool result: the arguments are not JSON
 )
 
-// HTTPErrorCode is the code of a model API failure with HTTP status
+// httpErrorCode is the code of a model API failure with HTTP status
 // status, as the reference harness classifies it.
-func HTTPErrorCode(status int) string {
+func httpErrorCode(status int) string {
 	switch {
 	case status == 401 || status == 403:
 		return CodeAuth
@@ -87,7 +87,7 @@ func (t *turnRun) flush() {
 // that routes plugin work to the agent's instances.
 func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
 	f := t.a.facts
-	return plugin.WithSessionEvents(plugin.WithAgent(t.ctx, &f), t.a.recordPluginEvent), &f
+	return pluginstate.WithSessionEvents(prompt.WithAgent(t.ctx, &f), t.a.recordPluginEvent), &f
 }
 
 // recordPluginEvent records an event a plugin appended through
@@ -132,7 +132,7 @@ func errorCode(err error) string {
 	case errors.As(err, &fe):
 		return fe.code
 	case errors.As(err, &api) && api.Status != 0:
-		return HTTPErrorCode(api.Status)
+		return httpErrorCode(api.Status)
 	case errors.As(err, &api):
 		return api.Code
 	case errors.Is(err, model.ErrMalformedStream):
@@ -278,7 +278,7 @@ func (t *turnRun) steps(res *TurnResult) *ending {
 
 // step runs one step after its step/start: request, stream, assistant
 // message, tool calls. A non-nil ending ends the turn.
-func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm *prompt.Assembly, system string, tools []model.Tool) (StepResult, *ending) {
+func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm *prompt.Assembly, system string, tools []prompt.Tool) (StepResult, *ending) {
 	a := t.a
 	sr := StepResult{Turn: t.turn, Step: n}
 	req := &model.Request{
@@ -362,18 +362,14 @@ func withoutToolCalls(parts []model.Part) []model.Part {
 	return out
 }
 
-// modelTools converts the assembly's tools to the request's.
-func modelTools(ts []prompt.Tool) []model.Tool {
+// modelTools are the assembly's tools as the request carries them.
+func modelTools(ts []prompt.Tool) []prompt.Tool {
 	if len(ts) == 0 {
 		return nil
 	}
-	out := make([]model.Tool, len(ts))
+	out := make([]prompt.Tool, len(ts))
 	for i, t := range ts {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = []byte(`{"type":"object","properties":{}}`)
-		}
-		out[i] = model.Tool{Name: t.Name, Description: t.Description, Parameters: params}
+		out[i] = t.Sent()
 	}
 	return out
 }

@@ -8,29 +8,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 )
-
-// Capabilities is what a plugin declares it needs.
-type Capabilities struct {
-	// Plugin names the plugin in error messages.
-	Plugin string         `json:"plugin,omitempty" yaml:"plugin,omitempty"`
-	FS     []FSCapability `json:"fs,omitempty" yaml:"fs,omitempty"`
-	Exec   bool           `json:"exec,omitempty" yaml:"exec,omitempty"`
-	// Net lists host patterns in netguard syntax.
-	Net []string `json:"net,omitempty" yaml:"net,omitempty"`
-	// Env lists host environment variables the plugin reads.
-	Env []string `json:"env,omitempty" yaml:"env,omitempty"`
-	// SessionEvents lists the session event types the plugin appends.
-	SessionEvents []string `json:"session_events,omitempty" yaml:"session_events,omitempty"`
-}
-
-// FSCapability is a path (Workspace or absolute) and the access needed
-// (ModeRO when empty).
-type FSCapability struct {
-	Path string `json:"path" yaml:"path"`
-	Mode FSMode `json:"mode,omitempty" yaml:"mode,omitempty"`
-}
 
 // NotGrantedError names one missing grant and the YAML that would add it.
 type NotGrantedError struct {
@@ -54,7 +34,10 @@ func (e *NotGrantedError) Error() string {
 // Unwrap makes errors.Is(err, ErrNotGranted) hold.
 func (e *NotGrantedError) Unwrap() error { return ErrNotGranted }
 
-// Check reports every capability in c that g does not grant, as
+// Check reports every capability in c, the needs the plugin named plugin
+// declared (its one Go type is the wire shape, hostfns.Capabilities;
+// net lists host patterns in netguard syntax, an fs mode is ModeRO when
+// empty), that g does not grant, as
 // *NotGrantedError values joined with errors.Join (nil when all are
 // granted). A malformed declaration fails with ErrInvalidCapabilities.
 //
@@ -64,17 +47,17 @@ func (e *NotGrantedError) Unwrap() error { return ErrNotGranted }
 // covered when every host:port it names is allowed (a pattern without a
 // port needs a grant without a port); exec needs exec.allowed; env names
 // must be listed exactly.
-func (g Grants) Check(c Capabilities) error {
+func (g Grants) Check(plugin string, c hostfns.Capabilities) error {
 	var errs []error
 	missing := func(grant, value, fix string) {
-		errs = append(errs, &NotGrantedError{Plugin: c.Plugin, Grant: grant, Value: value, Fix: fix})
+		errs = append(errs, &NotGrantedError{Plugin: plugin, Grant: grant, Value: value, Fix: fix})
 	}
 	invalid := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("plugin %q: %w: %s", c.Plugin, ErrInvalidCapabilities, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("plugin %q: %w: %s", plugin, ErrInvalidCapabilities, fmt.Sprintf(format, args...)))
 	}
 
 	for _, want := range c.FS {
-		mode := want.Mode
+		mode := FSMode(want.Mode)
 		if mode == "" {
 			mode = ModeRO
 		}

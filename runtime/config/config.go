@@ -234,7 +234,9 @@ type NetGrant struct {
 	AllowPrivate bool `yaml:"allow_private,omitempty"`
 }
 
-// Limits bound the plugin's own execution.
+// Limits bound the plugin's own execution. This is the YAML shape;
+// plugin.Limits is the Go form the host runs with, and
+// plugin.SpecFromEntry translates one to the other.
 type Limits struct {
 	// Memory is the linear memory limit, rounded up to whole 64 KiB pages.
 	Memory ByteSize `yaml:"memory,omitempty"`

@@ -111,7 +111,8 @@ type Compaction struct {
 }
 
 // DeploymentLimits are the deployment-wide bounds; zero fields take the
-// runtime's defaults.
+// runtime's defaults. This is the file's shape; deploy.Limits is the Go
+// form an embedder sets, and deploy.Open translates one to the other.
 type DeploymentLimits struct {
 	// AssemblyTimeout is the deadline of one prompt assembly, all dynamic
 	// sections and variables of a step together.

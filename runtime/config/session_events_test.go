@@ -54,14 +54,14 @@ func quote(s string) string {
 
 func TestCheckSessionEventCapability(t *testing.T) {
 	g := Grants{SessionEvents: []string{"todo/write"}}
-	if err := g.Check(Capabilities{Plugin: "p", SessionEvents: []string{"todo/write"}}); err != nil {
+	if err := g.Check(Capabilities{Plugin: "p", SessionEvents: []string{"todo/write"}}.declared()); err != nil {
 		t.Fatalf("granted: %v", err)
 	}
-	err := g.Check(Capabilities{Plugin: "p", SessionEvents: []string{"hook/invoked"}})
+	err := g.Check(Capabilities{Plugin: "p", SessionEvents: []string{"hook/invoked"}}.declared())
 	if !errors.Is(err, ErrNotGranted) || !strings.Contains(err.Error(), "add under grants.session_events: - hook/invoked") {
 		t.Fatalf("not granted: %v", err)
 	}
-	err = Grants{SessionEvents: []string{"user/message"}}.Check(Capabilities{Plugin: "p", SessionEvents: []string{"user/message"}})
+	err = Grants{SessionEvents: []string{"user/message"}}.Check(Capabilities{Plugin: "p", SessionEvents: []string{"user/message"}}.declared())
 	if !errors.Is(err, ErrInvalidCapabilities) || !strings.Contains(err.Error(), "cannot be granted") {
 		t.Fatalf("core type declared: %v", err)
 	}

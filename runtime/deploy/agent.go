@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // AgentOptions describe an agent identity that calls tools without a
@@ -78,19 +78,19 @@ func (a *Agent) Facts() prompt.AgentFacts { return a.facts }
 // process. Cancelling ctx interrupts the guest. The tool's own failure is
 // a result with IsError; a returned error says the call could not be made
 // or the plugin failed (no such tool, a trap, the budget, cancellation).
-func (a *Agent) CallTool(ctx context.Context, name string, args []byte) (ToolResult, error) {
+func (a *Agent) CallTool(ctx context.Context, name string, args []byte) (tool.Result, error) {
 	a.mu.Lock()
 	closed := a.closed
 	a.mu.Unlock()
 	if closed {
-		return ToolResult{}, ErrClosed
+		return tool.Result{}, ErrClosed
 	}
 	facts := a.facts
 	res, err := runner{a.d}.CallTool(ctx, &facts, name, args)
 	if err != nil {
-		return ToolResult{}, err
+		return tool.Result{}, err
 	}
-	return ToolResult{Text: res.Text, IsError: res.IsError}, nil
+	return res, nil
 }
 
 // Assemble assembles the prompt as this agent's next model request would
@@ -104,7 +104,7 @@ func (a *Agent) Assemble(ctx context.Context) (*prompt.Assembly, error) {
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
-	asm, err := a.d.reg.Assemble(plugin.WithAgent(ctx, &facts), prompt.AssembleContext{Agent: &facts})
+	asm, err := a.d.reg.Assemble(prompt.WithAgent(ctx, &facts), prompt.AssembleContext{Agent: &facts})
 	if err != nil {
 		return nil, fmt.Errorf("deploy: assemble the prompt: %w", err)
 	}

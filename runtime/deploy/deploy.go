@@ -20,7 +20,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // Errors returned by this package, wrapped with detail; test with
@@ -104,6 +106,8 @@ type Options struct {
 
 // Limits are deployment-wide bounds. Zero fields take the runtime's
 // defaults (agent.DefaultAssemblyTimeout, agent.DefaultPromptBytes).
+// They are the Go form of a deployment file's limits, whose YAML shape is
+// config.DeploymentLimits; Open is the one place that translates it.
 // SystemPrompt and Tools enforce them, and every session's turns run
 // under them (agent.Options.Bounds).
 type Limits struct {
@@ -195,7 +199,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		provider: opts.Provider,
 	}
 	if d.store == nil {
-		d.store = session.NewStore(dir)
+		d.store = filestore.New(dir, filestore.Options{})
 	}
 	d.subs = subagent.NewRegistry(d.bus)
 	d.cache = opts.Cache
@@ -223,15 +227,10 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
 	}
-	for i, spec := range opts.Plugins {
-		p, err := d.host.Load(ctx, spec)
-		if err != nil {
-			name := spec.Name
-			if name == "" {
-				name = plugin.NameFromSource(spec.Source)
-			}
-			return nil, fmt.Errorf("deploy: plugin %d (%s, %s): %w", i+1, name, spec.Source, err)
-		}
+	// The plugins' modules are prepared concurrently; their inits run and
+	// their registrations commit in the order given (plugin.Host.LoadAll).
+	loaded, err := d.host.LoadAll(ctx, opts.Plugins)
+	for _, p := range loaded {
 		c := p.Contribution()
 		owner := "plugin " + p.Name()
 		for _, s := range c.Sections {
@@ -243,6 +242,15 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		for _, t := range c.Tools {
 			d.owners["tool:"+t.Name] = owner
 		}
+	}
+	if err != nil {
+		i := len(loaded)
+		spec := opts.Plugins[i]
+		name := spec.Name
+		if name == "" {
+			name = plugin.NameFromSource(spec.Source)
+		}
+		return nil, fmt.Errorf("deploy: plugin %d (%s, %s): %w", i+1, name, spec.Source, err)
 	}
 	if err := d.registerSubagentProviders(ctx); err != nil {
 		return nil, err
@@ -276,7 +284,7 @@ func (d *Deployment) registerOwn() error {
 			d.owners["section:"+s.Name] = OwnerDeployment
 		}
 		for _, t := range d.opts.Tools {
-			if _, err := tx.AddTool(prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}); err != nil {
+			if _, err := tx.AddTool(t.Tool); err != nil {
 				return err
 			}
 			d.owners["tool:"+t.Name] = OwnerDeployment
@@ -413,15 +421,13 @@ func DefaultSessionsDir() (string, error) {
 
 // Tool is a native Go tool.
 type Tool struct {
-	// Name, Description and Parameters (a JSON Schema object; empty for
-	// none) are what the model is told.
-	Name        string
-	Description string
-	Parameters  json.RawMessage
+	// Tool is what the model is told: the name, the description and the
+	// parameters (a JSON Schema object; empty for none).
+	prompt.Tool
 	// Run runs a call. args is the call's JSON object. A tool's own
 	// failure is a result with IsError; a returned error is turned into
 	// an error result too, naming the tool.
-	Run func(ctx context.Context, call ToolCall) (ToolResult, error)
+	Run func(ctx context.Context, call ToolCall) (tool.Result, error)
 }
 
 // ToolCall is one call of a native tool.
@@ -432,30 +438,22 @@ type ToolCall struct {
 	Args json.RawMessage
 }
 
-// ToolResult is what a native tool gives back to the model.
-type ToolResult struct {
-	Text    string
-	IsError bool
-}
-
 // runner runs native tools itself and every other tool in the plugin
 // host.
 type runner struct{ d *Deployment }
 
-func (r runner) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (plugin.ToolResult, error) {
+var _ agent.ToolRunner = runner{}
+
+func (r runner) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	if t, ok := r.d.natives[name]; ok {
-		res, err := runNative(ctx, t, facts, args)
-		if err != nil {
-			return plugin.ToolResult{}, err
-		}
-		return plugin.ToolResult{Text: res.Text, IsError: res.IsError}, nil
+		return runNative(ctx, t, facts, args)
 	}
 	return r.d.host.CallTool(ctx, facts, name, args)
 }
 
 func (r runner) EndAgent(ctx context.Context, agentID string) { r.d.host.EndAgent(ctx, agentID) }
 
-func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byte) (res ToolResult, err error) {
+func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byte) (res tool.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %s panicked: %v", ErrNativeTool, t.Name, p)
@@ -467,7 +465,7 @@ func runNative(ctx context.Context, t Tool, facts *prompt.AgentFacts, args []byt
 	}
 	res, err = t.Run(ctx, ToolCall{Agent: f, Args: slices.Clone(args)})
 	if err != nil {
-		return ToolResult{}, fmt.Errorf("%w: %s: %w", ErrNativeTool, t.Name, err)
+		return tool.Result{}, fmt.Errorf("%w: %s: %w", ErrNativeTool, t.Name, err)
 	}
 	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 func testkit(t testing.TB, name string, cfg map[string]any) plugin.Spec {
@@ -91,15 +92,17 @@ func TestHarnessNamesAreTakenBeforePlugins(t *testing.T) {
 
 func echoTool() deploy.Tool {
 	return deploy.Tool{
-		Name:        "echo",
-		Description: "Echo the text back.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-		Run: func(_ context.Context, c deploy.ToolCall) (deploy.ToolResult, error) {
+		Tool: prompt.Tool{
+			Name:        "echo",
+			Description: "Echo the text back.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		},
+		Run: func(_ context.Context, c deploy.ToolCall) (tool.Result, error) {
 			var a struct{ Text string }
 			if err := json.Unmarshal(c.Args, &a); err != nil {
-				return deploy.ToolResult{}, err
+				return tool.Result{}, err
 			}
-			return deploy.ToolResult{Text: "native " + a.Text + " in " + c.Agent.Cwd}, nil
+			return tool.Result{Text: "native " + a.Text + " in " + c.Agent.Cwd}, nil
 		},
 	}
 }
@@ -119,7 +122,7 @@ func TestSessionRunsNativeAndWasmTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boom := deploy.Tool{Name: "boom", Description: "Fails.", Run: func(context.Context, deploy.ToolCall) (deploy.ToolResult, error) {
+	boom := deploy.Tool{Tool: prompt.Tool{Name: "boom", Description: "Fails."}, Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
 		panic("kaboom")
 	}}
 	d := open(t, deploy.Options{
@@ -216,6 +219,8 @@ func TestResumeContinuesTheSession(t *testing.T) {
 	}
 	if _, err := d.NewSession(ctx, deploy.SessionOptions{Resume: id, Cwd: t.TempDir()}); !errors.Is(err, deploy.ErrInvalidOptions) {
 		t.Errorf("resume with another cwd = %v", err)
+	} else if !strings.HasPrefix(err.Error(), "deploy: invalid options: resume "+id+": ") {
+		t.Errorf("resume with another cwd = %q: want the package named once", err)
 	}
 	r, err := d.NewSession(ctx, deploy.SessionOptions{Resume: id})
 	if err != nil {
@@ -259,6 +264,8 @@ func TestProviderIsNeededOnlyByLiveSessions(t *testing.T) {
 	d2 := open(t, deploy.Options{})
 	if _, err := d2.NewSession(ctx, deploy.SessionOptions{}); !errors.Is(err, deploy.ErrNoProvider) {
 		t.Errorf("no provider = %v", err)
+	} else if strings.Count(err.Error(), "deploy: ") != 1 {
+		t.Errorf("no provider = %q: want the package named once", err)
 	}
 }
 

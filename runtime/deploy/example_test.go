@@ -7,8 +7,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // A deployment with one native Go tool and a model that calls it once,
@@ -23,15 +25,17 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	upper := deploy.Tool{
-		Name:        "upper",
-		Description: "Upper-case a text.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
-		Run: func(_ context.Context, c deploy.ToolCall) (deploy.ToolResult, error) {
+		Tool: prompt.Tool{
+			Name:        "upper",
+			Description: "Upper-case a text.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+		},
+		Run: func(_ context.Context, c deploy.ToolCall) (tool.Result, error) {
 			var a struct{ Text string }
 			if err := json.Unmarshal(c.Args, &a); err != nil {
-				return deploy.ToolResult{}, err
+				return tool.Result{}, err
 			}
-			return deploy.ToolResult{Text: strings.ToUpper(a.Text)}, nil
+			return tool.Result{Text: strings.ToUpper(a.Text)}, nil
 		},
 	}
 	d, err := deploy.New(ctx, deploy.Options{

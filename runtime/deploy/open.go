@@ -98,8 +98,22 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 		opts.Compaction = &agent.CompactionOptions{ContextWindow: c.ContextWindow, TriggerRatio: c.TriggerRatio,
 			RetainTokens: c.RetainTokens, Instructions: c.Instructions}
 	}
+	dc := providerOptions(cfg)
+	opts.NewProvider = func() (model.Provider, error) {
+		p, err := deepseek.New(dc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: provider: %w", cfg.File, err)
+		}
+		return p, nil
+	}
+	return opts, nil
+}
+
+// providerOptions translates the deployment file's provider section, the
+// one YAML shape of the provider, into the provider's Go options.
+func providerOptions(cfg *config.Deployment) deepseek.Options {
 	pc := cfg.Provider
-	dc := deepseek.Config{
+	o := deepseek.Options{
 		BaseURL:         pc.BaseURL,
 		APIKeyEnv:       pc.APIKeyEnv,
 		Model:           cfg.Model,
@@ -109,17 +123,10 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 		IdleTimeout:     pc.IdleTimeout,
 	}
 	if pc.MaxRetries != nil {
-		dc.MaxRetries = *pc.MaxRetries
-		if dc.MaxRetries == 0 {
-			dc.MaxRetries = -1 // the file's 0 disables retries; Config's 0 is the default
+		o.MaxRetries = *pc.MaxRetries
+		if o.MaxRetries == 0 {
+			o.MaxRetries = -1 // the file's 0 disables retries; Options' 0 is the default
 		}
 	}
-	opts.NewProvider = func() (model.Provider, error) {
-		p, err := deepseek.New(dc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: provider: %w", cfg.File, err)
-		}
-		return p, nil
-	}
-	return opts, nil
+	return o
 }

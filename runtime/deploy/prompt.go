@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // PromptOptions say whose prompt to assemble: an agent with this cwd
@@ -30,7 +29,7 @@ type Prompt struct {
 	Sections []PartInfo
 	// Tools lists the tools exactly as the model is told about them, in
 	// order.
-	Tools []ToolSpec
+	Tools []prompt.Tool
 	// ToolInfo describes each tool of Tools, as Sections does sections.
 	ToolInfo []PartInfo
 }
@@ -52,18 +51,6 @@ type PartInfo struct {
 	Variables []string `json:"variables"`
 }
 
-// ToolSpec is a tool as the model receives it: flat, not the wire
-// wrapper of any provider.
-type ToolSpec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-// emptyParameters is what the model is told of a tool without
-// parameters; the agent loop sends the same.
-const emptyParameters = `{"type":"object","properties":{}}`
-
 // prompterID is the agent id prompt inspection assembles as; its plugin
 // instances are released when it is done.
 const prompterID = "deploy:prompt"
@@ -81,7 +68,7 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 		return nil, fmt.Errorf("deploy: render the prompt: %w", err)
 	}
 	if limit := d.opts.Limits.PromptBytes; limit > 0 && int64(len(system)) > limit {
-		return nil, fmt.Errorf("deploy: %w: the system prompt is %d bytes, over limits.prompt_bytes (%d)", ErrLimit, len(system), limit)
+		return nil, fmt.Errorf("%w: the system prompt is %d bytes, over limits.prompt_bytes (%d)", ErrLimit, len(system), limit)
 	}
 	p := &Prompt{System: system}
 	for _, s := range asm.Sections {
@@ -102,7 +89,7 @@ func (d *Deployment) SystemPrompt(ctx context.Context, opts PromptOptions) (*Pro
 // Tools returns the tools an agent with opts is given, exactly as the
 // model receives them. Unlike SystemPrompt it renders nothing, so a
 // prompt that cannot render (no cwd, say) does not hide the tools.
-func (d *Deployment) Tools(ctx context.Context, opts PromptOptions) ([]ToolSpec, error) {
+func (d *Deployment) Tools(ctx context.Context, opts PromptOptions) ([]prompt.Tool, error) {
 	asm, err := d.assemble(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -129,10 +116,10 @@ func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
-	asm, err := d.reg.Assemble(plugin.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
+	asm, err := d.reg.Assemble(prompt.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
 	if err != nil {
 		if ctx.Err() != nil && d.opts.Limits.AssemblyTimeout > 0 {
-			return nil, fmt.Errorf("deploy: %w: assembling the prompt took longer than limits.assembly_timeout (%v): %w",
+			return nil, fmt.Errorf("%w: assembling the prompt took longer than limits.assembly_timeout (%v): %w",
 				ErrLimit, d.opts.Limits.AssemblyTimeout, err)
 		}
 		return nil, fmt.Errorf("deploy: assemble the prompt: %w", err)
@@ -140,15 +127,13 @@ func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.
 	return asm, nil
 }
 
-func (d *Deployment) toolSpecs(asm *prompt.Assembly) ([]ToolSpec, []PartInfo, error) {
-	specs := []ToolSpec{}
+// toolSpecs are the assembly's tools as the model receives them (flat,
+// not the wire wrapper of any provider; the agent loop sends the same).
+func (d *Deployment) toolSpecs(asm *prompt.Assembly) ([]prompt.Tool, []PartInfo, error) {
+	specs := []prompt.Tool{}
 	var info []PartInfo
 	for i, t := range asm.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(emptyParameters)
-		}
-		spec := ToolSpec{Name: t.Name, Description: t.Description, Parameters: params}
+		spec := t.Sent()
 		b, err := json.Marshal(spec)
 		if err != nil {
 			return nil, nil, fmt.Errorf("deploy: tool %s: %w", t.Name, err)

@@ -91,10 +91,13 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		// child to its recorded child script.
 		provider = child.parent.provider
 	} else if opts.Replay != "" {
-		if provider, err = replay.Open(opts.Replay); err != nil {
+		if provider, err = replay.Open(opts.Replay, replay.Options{}); err != nil {
 			return nil, fmt.Errorf("deploy: replay %s: %w", opts.Replay, err)
 		}
 	} else if provider, err = d.liveProvider(); err != nil {
+		if errors.Is(err, ErrNoProvider) {
+			return nil, err // already says deploy:
+		}
 		return nil, fmt.Errorf("deploy: new session: %w", err)
 	}
 
@@ -117,7 +120,7 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		}
 		if hc := sess.Header().Cwd; cwd != "" && hc != cwd {
 			sess.Close()
-			return nil, fmt.Errorf("deploy: resume %s: %w: the session's cwd is %q, not %q", opts.Resume, ErrInvalidOptions, hc, cwd)
+			return nil, fmt.Errorf("%w: resume %s: the session's cwd is %q, not %q", ErrInvalidOptions, opts.Resume, hc, cwd)
 		}
 	} else if sess, err = d.store.Create(session.Header{Cwd: cwd}); err != nil {
 		return nil, fmt.Errorf("deploy: new session: %w", err)
@@ -184,7 +187,7 @@ func checkCwd(dir string) (string, error) {
 		return "", fmt.Errorf("deploy: cwd: %w", err)
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("deploy: cwd %s: %w: not a directory", abs, ErrInvalidOptions)
+		return "", fmt.Errorf("%w: cwd %s is not a directory", ErrInvalidOptions, abs)
 	}
 	return filepath.Clean(abs), nil
 }

@@ -45,7 +45,7 @@ func (a *Accumulator) Add(c Chunk) error {
 	n := a.chunks
 	a.chunks++
 	if err := a.add(c); err != nil {
-		a.err = fmt.Errorf("%w: chunk %d (%s): %s", ErrMalformedStream, n, c.Type, err)
+		a.err = fmt.Errorf("model: %w: chunk %d (%s): %s", ErrMalformedStream, n, c.Type, err)
 		return a.err
 	}
 	return nil
@@ -262,7 +262,7 @@ func (a *Accumulator) Complete() error {
 				open++
 			}
 		}
-		return fmt.Errorf("%w: no finish chunk after %d chunks (%d blocks, %d still open)",
+		return fmt.Errorf("model: %w: no finish chunk after %d chunks (%d blocks, %d still open)",
 			ErrStreamCut, a.chunks, len(a.blocks), open)
 	}
 	return nil

@@ -189,3 +189,16 @@ func TestAccumulatorInterleavedBlocks(t *testing.T) {
 		}
 	}
 }
+
+// The Accumulator's errors start with the package's name, once.
+func TestAccumulatorErrorPrefix(t *testing.T) {
+	var acc Accumulator
+	err := acc.Complete()
+	if err == nil || err.Error() != "model: model stream ended before it finished: no finish chunk after 0 chunks (0 blocks, 0 still open)" {
+		t.Errorf("Complete = %v", err)
+	}
+	err = acc.Add(Chunk{Type: ChunkTextDelta, Index: 3, Text: "x"})
+	if err == nil || !strings.HasPrefix(err.Error(), "model: malformed model stream: chunk 0 (") {
+		t.Errorf("Add = %v", err)
+	}
+}

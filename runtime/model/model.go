@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 )
 
 // Chunk types.
@@ -193,19 +195,12 @@ type Message struct {
 	IsError    bool   `json:"isError,omitempty"`
 }
 
-// Tool is a tool the model is told about.
-type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
 // Request is one model call: one per agent step.
 type Request struct {
-	Model    string    `json:"model"`
-	System   string    `json:"system"`
-	Messages []Message `json:"messages"`
-	Tools    []Tool    `json:"tools,omitempty"`
+	Model    string        `json:"model"`
+	System   string        `json:"system"`
+	Messages []Message     `json:"messages"`
+	Tools    []prompt.Tool `json:"tools,omitempty"`
 	// MaxTokens caps the answer; zero leaves it to the provider.
 	MaxTokens int `json:"maxTokens,omitempty"`
 	// Temperature, when set, is the sampling temperature.
@@ -251,7 +246,10 @@ func (f ProviderFunc) Generate(ctx context.Context, req *Request, emit func(Chun
 }
 
 // Errors a provider returns, wrapped with detail. Callers test with
-// errors.Is.
+// errors.Is. They carry no "model: " prefix because the provider that
+// returns one puts its own name first ("deepseek: malformed model stream:
+// line 3: ..."); the Accumulator, which returns them itself, writes
+// "model: ".
 var (
 	// ErrStreamCut: the stream ended before its finish chunk.
 	ErrStreamCut = errors.New("model stream ended before it finished")

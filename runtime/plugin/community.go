@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -49,14 +50,14 @@ const (
 // when its MaxVarBytes is zero and applies no limit to config; ours are
 // explicit.
 const (
-	// MaxExtismConfigBytes caps the plugin's config as Extism sees it
+	// maxExtismConfigBytes caps the plugin's config as Extism sees it
 	// (keys and values); a bigger config refuses the load.
-	MaxExtismConfigBytes = 1 << 20
-	// MaxExtismVarBytes caps an instance's Extism vars (keys and values);
+	maxExtismConfigBytes = 1 << 20
+	// maxExtismVarBytes caps an instance's Extism vars (keys and values);
 	// a var_set beyond it fails the call.
-	MaxExtismVarBytes = 1 << 20
-	// MaxExtismVarKey caps one var key or config key asked for.
-	MaxExtismVarKey = 4096
+	maxExtismVarBytes = 1 << 20
+	// maxExtismVarKey caps one var key or config key asked for.
+	maxExtismVarKey = 4096
 )
 
 // ABI returns the plugin's ABI: ABIDsh or one of the community ABIs.
@@ -235,8 +236,8 @@ func extismConfig(cfg []byte) (map[string]string, error) {
 		out[k] = s
 		size += len(k) + len(s)
 	}
-	if size > MaxExtismConfigBytes {
-		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, MaxExtismConfigBytes)
+	if size > maxExtismConfigBytes {
+		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, maxExtismConfigBytes)
 	}
 	return out, nil
 }
@@ -510,9 +511,8 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 
 func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 	for _, t := range tools {
-		r := hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
-		pt := prompt.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
-		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: r}); st != 0 {
+		pt := toolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: pt}); st != 0 {
 			if st == hostfns.ErrRule && strings.Contains(msg, "duplicate") {
 				msg += " (tool names are global, and a community plugin's tools keep the names it gives them: load only one of the plugins that have it)"
 			}
@@ -566,7 +566,7 @@ func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
 
 // callExtismTool runs a community tool and turns its MCP CallToolResult
 // into a tool result.
-func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (ToolResult, error) {
+func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
@@ -577,7 +577,7 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	err := x.args.Parse(args)
 	x.mu.Unlock()
 	if err != nil {
-		return ToolResult{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
+		return tool.Result{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
 	}
 	export := "call"
 	input := make([]byte, 0, len(args)+len(name)+64)
@@ -602,19 +602,19 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 		}
 	}
 	if err != nil {
-		return ToolResult{}, err
+		return tool.Result{}, err
 	}
 	if failed {
-		return ToolResult{Text: msg, IsError: true}, nil
+		return tool.Result{Text: msg, IsError: true}, nil
 	}
 	if text, isErr, ok := x.textResult(out); ok {
-		return ToolResult{Text: text, IsError: isErr}, nil
+		return tool.Result{Text: text, IsError: isErr}, nil
 	}
 	text, isErr, err := mcpResultText(out)
 	if err != nil {
-		return ToolResult{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
+		return tool.Result{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
-	return ToolResult{Text: text, IsError: isErr}, nil
+	return tool.Result{Text: text, IsError: isErr}, nil
 }
 
 // textResult renders the common CallToolResult, whose content blocks are

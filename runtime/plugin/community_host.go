@@ -89,14 +89,14 @@ var extismImpls = map[string]extismImpl{
 	"notify_tool_list_changed":     extToolListChanged,
 }
 
-// keyArg reads the block at off as a key of at most MaxExtismVarKey bytes.
+// keyArg reads the block at off as a key of at most maxExtismVarKey bytes.
 func keyArg(x *extismState, off uint64) (string, error) {
 	b, err := x.readBlock(off)
 	if err != nil {
 		return "", fmt.Errorf("key: %w", err)
 	}
-	if len(b) > MaxExtismVarKey {
-		return "", fmt.Errorf("key of %d bytes exceeds %d", len(b), MaxExtismVarKey)
+	if len(b) > maxExtismVarKey {
+		return "", fmt.Errorf("key of %d bytes exceeds %d", len(b), maxExtismVarKey)
 	}
 	return string(b), nil
 }
@@ -156,8 +156,8 @@ func extVarSet(in *instance, x *extismState, cs *callState, stack []uint64) erro
 	} else {
 		size += len(k)
 	}
-	if size > MaxExtismVarBytes {
-		return fmt.Errorf("vars would hold %d bytes; the limit is %d", size, MaxExtismVarBytes)
+	if size > maxExtismVarBytes {
+		return fmt.Errorf("vars would hold %d bytes; the limit is %d", size, maxExtismVarBytes)
 	}
 	x.vars[k] = append([]byte(nil), v...)
 	x.varBytes = size

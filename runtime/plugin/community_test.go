@@ -409,7 +409,7 @@ func TestCommunityByteLimits(t *testing.T) {
 		t.Fatalf("a var past the limit: %v", err)
 	}
 	// Config past its limit refuses the load.
-	big := strings.Repeat("x", MaxExtismConfigBytes)
+	big := strings.Repeat("x", maxExtismConfigBytes)
 	_, err = newHost(t).Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1"), Config: cfg(t, map[string]any{"k": big})})
 	if !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), "exceeds the Extism config limit") {
 		t.Fatalf("big config: %v", err)

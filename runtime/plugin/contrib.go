@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -16,11 +14,12 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
-// Contribution is what a plugin registered.
+// Contribution is what a plugin registered. Its tools are as the
+// registry holds them (prompt.Tool).
 type Contribution struct {
 	Sections      []hostfns.SectionRequest   `json:"sections"`
 	Variables     []string                   `json:"variables"`
-	Tools         []hostfns.ToolRequest      `json:"tools"`
+	Tools         []prompt.Tool              `json:"tools"`
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 }
 
@@ -30,7 +29,7 @@ type reg struct {
 	size int64 // bytes of prompt text it holds in the host (prompt_bytes)
 	d    prompt.Disposer
 	sec  hostfns.SectionRequest
-	tool hostfns.ToolRequest
+	tool prompt.Tool
 }
 
 // contrib tracks a plugin's registrations, so that it can unregister only
@@ -80,7 +79,7 @@ func (c *contrib) snapshot() Contribution {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := Contribution{Sections: []hostfns.SectionRequest{}, Variables: []string{},
-		Tools: []hostfns.ToolRequest{}, Subscriptions: append([]hostfns.SubscribeRequest{}, c.subs...)}
+		Tools: []prompt.Tool{}, Subscriptions: append([]hostfns.SubscribeRequest{}, c.subs...)}
 	for _, r := range c.regs {
 		switch r.kind {
 		case "section":
@@ -175,259 +174,6 @@ func (c *contrib) withTx(cs *callState, fn func(tx *prompt.Tx) error) error {
 	})
 }
 
-func registrationStatus(err error, plugin string, max int) (hostfns.Status, string) {
-	var re *prompt.RegistrationError
-	switch {
-	case errors.As(err, &re):
-		return hostfns.ErrRule, err.Error()
-	case errors.Is(err, errLimit):
-		return hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", plugin, max)
-	case errors.Is(err, errQuota):
-		return hostfns.ErrTooLarge, err.Error()
-	case errors.Is(err, errRemoved):
-		return hostfns.ErrDenied, err.Error()
-	case errors.Is(err, ErrUnresolvedReference):
-		return hostfns.ErrRule, err.Error()
-	}
-	return hostfns.ErrInternal, err.Error()
-}
-
-// register adds one registration under the plugin's limits.
-func (c *contrib) register(cs *callState, kind, name string, add func(tx *prompt.Tx) (prompt.Disposer, error), r *reg) ([]byte, hostfns.Status, string) {
-	err := c.withTx(cs, func(tx *prompt.Tx) error {
-		if c.count() >= c.p.limits.MaxRegistrations {
-			return errLimit
-		}
-		if lim := c.p.limits.PromptBytes; r.size > 0 && c.static+r.size > lim {
-			return fmt.Errorf("%w: plugin %q holds %d bytes of prompt text; %s %q would add %d, past grants.limits.prompt_bytes (%d)",
-				errQuota, c.p.name, c.static, kind, name, r.size, lim)
-		}
-		d, err := add(tx)
-		if err != nil {
-			return err
-		}
-		r.d, r.kind, r.name = d, kind, name
-		c.regs = append(c.regs, r)
-		c.static += r.size
-		return nil
-	})
-	if err != nil {
-		st, msg := registrationStatus(err, c.p.name, c.p.limits.MaxRegistrations)
-		return nil, st, msg
-	}
-	return nil, 0, ""
-}
-
-func (c *contrib) needExport(export, what string) (hostfns.Status, string) {
-	if !c.p.exports[export] {
-		return hostfns.ErrRule, fmt.Sprintf("the plugin registers %s but does not export %s", what, export)
-	}
-	return 0, ""
-}
-
-func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.SectionRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	p := in.p
-	if err := p.checkSectionOrder(r.Name, r.Order); err != nil {
-		return nil, hostfns.ErrDenied, err.Error()
-	}
-	s := prompt.Section{Name: r.Name, Order: r.Order, Text: r.Text, Owner: ownerOf(p.name)}
-	if r.Dynamic {
-		if st, msg := p.contrib.needExport(hostfns.ExportSection, "a dynamic section"); st != 0 {
-			return nil, st, msg
-		}
-		s.Text, r.Text = "", ""
-		name := r.Name
-		s.Dynamic = func(ctx context.Context, ac prompt.AssembleContext) (string, error) {
-			return p.sectionText(ctx, ac, name)
-		}
-	}
-	return p.contrib.register(cs, "section", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddSection(s) }, &reg{sec: r, size: int64(len(s.Text))})
-}
-
-func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.NameRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	p := in.p
-	if st, msg := p.contrib.needExport(hostfns.ExportVariable, "a variable"); st != 0 {
-		return nil, st, msg
-	}
-	name := r.Name
-	fn := func(ctx context.Context, ac prompt.AssembleContext) (string, bool, error) {
-		return p.variableValue(ctx, ac, name)
-	}
-	return p.contrib.register(cs, "variable", name, func(tx *prompt.Tx) (prompt.Disposer, error) {
-		return tx.AddOwnedVariable(name, ownerOf(p.name), fn)
-	}, &reg{})
-}
-
-func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.ToolRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	p := in.p
-	if st, msg := p.contrib.needExport(hostfns.ExportTool, "a tool"); st != 0 {
-		return nil, st, msg
-	}
-	t := prompt.Tool{Name: r.Name, Description: r.Description, Parameters: r.Parameters}
-	return p.contrib.register(cs, "tool", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(t) },
-		&reg{tool: r, size: int64(len(r.Description) + len(r.Parameters))})
-}
-
-func hostUnregister(kind string) hostImpl {
-	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-		var r hostfns.NameRequest
-		if st, msg := decode(req, &r); st != 0 {
-			return nil, st, msg
-		}
-		c := in.p.contrib
-		errNotOwn := fmt.Errorf("plugin %q registered no %s %q", in.p.name, kind, r.Name)
-		err := c.withTx(cs, func(tx *prompt.Tx) error {
-			i := c.find(kind, r.Name)
-			if i < 0 {
-				return errNotOwn
-			}
-			if err := c.regs[i].d.Tx(tx); err != nil {
-				return err
-			}
-			c.static -= c.regs[i].size
-			c.regs = append(c.regs[:i], c.regs[i+1:]...)
-			return nil
-		})
-		switch {
-		case err == nil:
-			return nil, 0, ""
-		case errors.Is(err, errNotOwn):
-			return nil, hostfns.ErrNotFound, err.Error()
-		}
-		st, msg := registrationStatus(err, in.p.name, in.p.limits.MaxRegistrations)
-		return nil, st, msg
-	}
-}
-
-func validEventName(s string) bool {
-	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.SubscribeRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	p := in.p
-	if !cs.init {
-		return nil, hostfns.ErrDenied, "subscriptions are made during dsh_init; a plugin's subscriptions are fixed for its load"
-	}
-	if !validEventName(r.Event) {
-		return nil, hostfns.ErrRule, fmt.Sprintf("event name %q must be 1 to 128 printable bytes", r.Event)
-	}
-	if n, ok := events.Renamed(r.Event); ok {
-		return nil, hostfns.ErrRule, fmt.Sprintf("event %s was renamed: subscribe to %s", r.Event, n)
-	}
-	if r.Mode == "" {
-		r.Mode = hostfns.ModeListen
-	}
-	want := events.ModeOf(r.Event)
-	switch r.Mode {
-	case hostfns.ModeListen:
-		if want == events.Waterfall {
-			return nil, hostfns.ErrRule, fmt.Sprintf("%s is a waterfall event: subscribe with mode %q", r.Event, hostfns.ModeWaterfall)
-		}
-	case hostfns.ModeWaterfall:
-		if want != events.Waterfall && want != events.Any {
-			return nil, hostfns.ErrRule, fmt.Sprintf("%s is a %s event, not a waterfall", r.Event, want)
-		}
-		if err := p.checkWaterfallGrant(r.Event); err != nil {
-			return nil, hostfns.ErrDenied, err.Error()
-		}
-	default:
-		return nil, hostfns.ErrBadJSON, fmt.Sprintf("mode %q is not %q or %q", r.Mode, hostfns.ModeListen, hostfns.ModeWaterfall)
-	}
-	if st, msg := p.contrib.needExport(hostfns.ExportEvent, "an event handler"); st != 0 {
-		return nil, st, msg
-	}
-	c := p.contrib
-	c.mu.Lock()
-	dup := slices.ContainsFunc(c.subs, func(s hostfns.SubscribeRequest) bool { return s.Event == r.Event })
-	c.mu.Unlock()
-	if dup {
-		return nil, hostfns.ErrRule, fmt.Sprintf("already subscribed to %s", r.Event)
-	}
-	if r.Event == events.EventAssemble {
-		hook := func(ctx context.Context, ac prompt.AssembleContext, next prompt.AssembleFunc) (*prompt.Assembly, error) {
-			a, err := next(ctx, ac)
-			if err != nil {
-				return nil, err
-			}
-			return p.assembleHook(ctx, ac, a)
-		}
-		_, st, msg := c.register(cs, "hook", r.Event, func(tx *prompt.Tx) (prompt.Disposer, error) {
-			return tx.AddAssembleHook("plugin:"+p.name, hook)
-		}, &reg{})
-		if st != 0 {
-			return nil, st, msg
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.subs {
-		if s.Event == r.Event {
-			return nil, hostfns.ErrRule, fmt.Sprintf("already subscribed to %s", r.Event)
-		}
-	}
-	if r.Event != events.EventAssemble && c.count() >= p.limits.MaxRegistrations {
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", p.name, p.limits.MaxRegistrations)
-	}
-	c.subs = append(c.subs, r)
-	return nil, 0, ""
-}
-
-// EventNamespace is the prefix of the events a plugin may emit:
-// "plugin:<name>/".
-func EventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
-
-func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.EmitRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	ns := EventNamespace(in.p.name)
-	if !strings.HasPrefix(r.Event, ns) || !validEventName(r.Event) || len(r.Event) == len(ns) {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q may emit only its own events, named %s<event>; not %q", in.p.name, ns, r.Event)
-	}
-	if cs.init || cs.setup {
-		return nil, hostfns.ErrDenied, "events cannot be emitted during dsh_init or dsh_setup"
-	}
-	payload := json.RawMessage(r.Payload)
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	if err := in.p.h.bus.Emit(cs.activeCtx(in), r.Event, payload); err != nil {
-		if errors.Is(err, ErrDeadlock) {
-			return nil, hostfns.ErrDenied, err.Error()
-		}
-		if cs.guard.stopped() != nil {
-			return nil, hostfns.ErrCanceled, err.Error()
-		}
-		return nil, hostfns.ErrInternal, err.Error()
-	}
-	return nil, 0, ""
-}
-
 // sectionText asks the plugin for a dynamic section's text.
 func (p *Plugin) sectionText(ctx context.Context, ac prompt.AssembleContext, name string) (string, error) {
 	in, err := p.instanceFor(ctx, ac.Agent)
@@ -512,7 +258,7 @@ func (p *Plugin) variableValue(ctx context.Context, ac prompt.AssembleContext, n
 
 // assembleHook passes the assembly through the plugin's waterfall handler.
 func (p *Plugin) assembleHook(ctx context.Context, ac prompt.AssembleContext, a *prompt.Assembly) (*prompt.Assembly, error) {
-	out, err := p.callEvent(WithAgent(ctx, ac.Agent), events.EventAssemble, a)
+	out, err := p.callEvent(prompt.WithAgent(ctx, ac.Agent), events.EventAssemble, a)
 	if err != nil || len(out) == 0 {
 		return a, err
 	}
@@ -542,7 +288,7 @@ func (p *Plugin) callEvent(ctx context.Context, event string, payload any) ([]by
 			return nil, fmt.Errorf("plugin %q: event %s: payload is not JSON-encodable: %w", p.name, event, err)
 		}
 	}
-	facts := AgentFrom(ctx)
+	facts := prompt.AgentFrom(ctx)
 	in, err := p.instanceFor(ctx, facts)
 	if err != nil {
 		return nil, err
@@ -600,18 +346,4 @@ func (p *Plugin) waterfallEvent(ctx context.Context, event string, payload any) 
 // on the payload a plugin returned, with the payload it was given.
 type Attributable interface {
 	Attribute(plugin string, before any)
-}
-
-type agentKey struct{}
-
-// WithAgent returns ctx carrying the facts of the agent an event or call
-// belongs to; plugins handle it in that agent's instance.
-func WithAgent(ctx context.Context, facts *prompt.AgentFacts) context.Context {
-	return context.WithValue(ctx, agentKey{}, facts)
-}
-
-// AgentFrom returns the agent facts WithAgent put on ctx, or nil.
-func AgentFrom(ctx context.Context) *prompt.AgentFacts {
-	f, _ := ctx.Value(agentKey{}).(*prompt.AgentFacts)
-	return f
 }

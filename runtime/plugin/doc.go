@@ -2,6 +2,16 @@
 // that speak the dsh:host/v1 ABI (package hostfns) and runs them on
 // wazero.
 //
+// # Embedding
+//
+// New makes a Host over a prompt.Registry. Load, Reload and Unload manage
+// plugins, each described by a Spec (SpecFromEntry builds one, with its
+// grants, from a config entry); CallTool runs a tool for an agent, and the
+// registry assembles the prompt from what the plugins registered.
+// EndAgent closes an agent's instances and Close unloads every plugin. The
+// examples walk through each step with the built-in plugins of package
+// guests.
+//
 // # Instance model
 //
 // A plugin is compiled once per load (through the persistent compilation

@@ -3,10 +3,12 @@ package plugin
 import (
 	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -21,7 +23,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
-	"github.com/tetratelabs/wazero"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // Options configure a Host. The zero value of every field but Registry
@@ -39,7 +41,7 @@ type Options struct {
 	// Cache is the compilation cache. Nil uses DefaultCache().
 	Cache *Cache
 	// State keeps plugins' host-side state; nil keeps it in memory.
-	State StateStore
+	State pluginstate.Store
 	// Subagents serves subagent_providers and subagent_run; nil lists no
 	// provider and runs no child.
 	Subagents Subagents
@@ -59,22 +61,20 @@ type Spec struct {
 	Limits Limits
 	// Env lists the host environment variables the plugin may read.
 	Env []string
-	// CheckNeeds, when set, decides whether the plugin's declared
-	// capabilities are granted; an error refuses the load. Nil grants
-	// only a plugin that declares no needs.
-	CheckNeeds func(hostfns.Capabilities) error
 	// Grants, when set, are what the plugin may do: its filesystem roots
-	// (mounted through a jail), exec and net. CheckNeeds defaults to
-	// checking declared needs against them.
+	// (mounted through a jail), exec and net. The plugin's declared needs
+	// are checked against them; without Grants, only a plugin that
+	// declares no needs loads.
 	Grants *config.Grants
 	// Inspect loads the plugin without refusing it for its needs.
 	Inspect bool
 	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
 	// the module's imports and exports.
 	ABI string
-	// ModuleConfig, when set, adjusts each instance's module config.
-	ModuleConfig func(wazero.ModuleConfig) wazero.ModuleConfig
 
+	// checkNeeds, when set, replaces the check of the plugin's declared
+	// capabilities against Grants; an error refuses the load (tests).
+	checkNeeds func(hostfns.Capabilities) error
 	// noInterrupt skips the interrupt instrumentation, forcing the
 	// WithCloseOnContextDone fallback (tests and benchmarks).
 	noInterrupt bool
@@ -105,7 +105,7 @@ type Limits struct {
 	// the rest is dropped.
 	LogBytes int64
 	// StateBytes caps the plugin's host-side state in one session (with
-	// a StateStore that implements LimitedStateStore, as the built-in
+	// a pluginstate.Store that implements pluginstate.LimitedStore, as the built-in
 	// ones do).
 	StateBytes int64
 	// NoSnapshot makes every instance run the module's initialiser instead
@@ -152,7 +152,7 @@ func (l Limits) withDefaults() Limits {
 		l.LogBytes = DefaultLogBytes
 	}
 	if l.StateBytes == 0 {
-		l.StateBytes = MaxStateBytes
+		l.StateBytes = pluginstate.MaxBytes
 	}
 	return l
 }
@@ -165,7 +165,7 @@ type Host struct {
 	builtins fs.FS
 	cache    *Cache
 	ownCache bool
-	state    StateStore
+	state    pluginstate.Store
 	// subagents serves subagent_providers and subagent_run.
 	subagents Subagents
 
@@ -173,7 +173,10 @@ type Host struct {
 
 	mu      sync.RWMutex
 	plugins map[string]*Plugin
-	closed  bool
+	// tools indexes tool names to the loaded plugin that registered them
+	// (guarded by mu); entries are hints that toolOwner checks.
+	tools  map[string]*Plugin
+	closed bool
 	// loading is the plugin a Load or Reload is initialising (guarded by
 	// mu), so that Close can stop its dsh_init rather than wait for it.
 	loading *Plugin
@@ -192,7 +195,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, wd: newWatchdog()}
+		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: newWatchdog()}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}
@@ -200,7 +203,7 @@ func New(opts Options) (*Host, error) {
 		h.log = slog.Default()
 	}
 	if h.state == nil {
-		h.state = NewMemoryState()
+		h.state = pluginstate.NewMemory()
 	}
 	if h.cache == nil {
 		c, err := DefaultCache()
@@ -219,30 +222,46 @@ func (h *Host) Registry() *prompt.Registry { return h.reg }
 func (h *Host) Bus() *events.Bus { return h.bus }
 
 // State returns the host-side plugin state store.
-func (h *Host) State() StateStore { return h.state }
+func (h *Host) State() pluginstate.Store { return h.state }
 
 // Load loads a plugin, runs its init and commits its contribution.
 func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
-	name, err := h.checkName(spec)
+	name, err := h.checkLoad(spec)
 	if err != nil {
 		return nil, err
-	}
-	h.mu.RLock()
-	_, dup := h.plugins[name]
-	h.mu.RUnlock()
-	if dup {
-		return nil, fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
 	}
 	p, err := h.prepare(ctx, name, spec)
 	if err != nil {
 		return nil, fmt.Errorf("load plugin %q: %w", name, err)
 	}
+	return h.commitLoad(ctx, name, p)
+}
+
+// checkLoad returns the name spec loads under, or why it cannot load:
+// the host is closed, the name is invalid or already taken.
+func (h *Host) checkLoad(spec Spec) (string, error) {
+	name, err := h.checkName(spec)
+	if err != nil {
+		return "", err
+	}
+	h.mu.RLock()
+	_, dup := h.plugins[name]
+	h.mu.RUnlock()
+	if dup {
+		return "", fmt.Errorf("load plugin %q: %w: a plugin's name is its entry's name, or else derived from its source (%s gives %q); give one of the two entries another name with `name:`", name, ErrAlreadyLoaded, spec.Source, NameFromSource(spec.Source))
+	}
+	return name, nil
+}
+
+// commitLoad runs a prepared plugin's init and commits its contribution;
+// on failure it closes p. loadMu is held.
+func (h *Host) commitLoad(ctx context.Context, name string, p *Plugin) (*Plugin, error) {
 	h.setLoading(p)
 	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
-	err = h.reg.Update(func(tx *prompt.Tx) error {
+	err := h.reg.Update(func(tx *prompt.Tx) error {
 		if err := p.runInit(ctx, tx); err != nil {
 			return err
 		}
@@ -266,6 +285,47 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Plugin, error) {
 	p.activate()
 	h.bus.EmitContained(ctx, events.EventPluginLoaded, PluginEvent{Name: name})
 	return p, nil
+}
+
+// LoadAll loads specs as calling Load for each in turn would: every
+// plugin's init runs, and its contribution is committed, in the order
+// given, and the first failure stops the batch, with the same error Load
+// would return. What comes before a plugin's init (reading, rewriting and
+// compiling its module, see prepare) is what costs most, and it needs
+// nothing from the plugins before it, so up to GOMAXPROCS specs are
+// prepared at once, ahead of the init in turn.
+//
+// It returns the plugins loaded, in order: on failure, the spec that failed
+// is specs[len(plugins)], and the plugins before it stay loaded, as after
+// as many Loads. Modules prepared for the specs after it are released, and
+// LoadAll returns only once no preparation is running.
+func (h *Host) LoadAll(ctx context.Context, specs []Spec) ([]*Plugin, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	b := newBatch(h, ctx, specs)
+	defer b.finish()
+	loaded := make([]*Plugin, 0, len(specs))
+	for i, spec := range specs {
+		pr := b.take(i)
+		// Names are checked in turn, against the plugins loaded by then,
+		// as Load checks them; a name checked early may be taken since.
+		name, err := h.checkLoad(spec)
+		if err != nil {
+			if pr.p != nil {
+				pr.p.close(errDiscarded)
+			}
+			return loaded, err
+		}
+		if pr.err != nil {
+			return loaded, fmt.Errorf("load plugin %q: %w", name, pr.err)
+		}
+		p, err := h.commitLoad(ctx, name, pr.p)
+		if err != nil {
+			return loaded, err
+		}
+		loaded = append(loaded, p)
+	}
+	return loaded, nil
 }
 
 // Reload replaces a loaded plugin with spec: the new module's init runs
@@ -311,6 +371,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	p.activate()
 	h.mu.Lock()
 	h.plugins[name] = p
+	h.forgetTools(old)
 	h.mu.Unlock()
 	old.close(errReplaced)
 	h.logDangling(name, dangling)
@@ -338,6 +399,7 @@ func (h *Host) unloadLocked(ctx context.Context, name string, why error) error {
 	h.mu.Lock()
 	p := h.plugins[name]
 	delete(h.plugins, name)
+	h.forgetTools(p)
 	h.mu.Unlock()
 	if p == nil {
 		return fmt.Errorf("unload plugin %q: %w", name, ErrNotLoaded)
@@ -488,35 +550,88 @@ func validPluginName(s string) bool {
 	return true
 }
 
-// readSource returns the module bytes of source, checked against pin.
-func (h *Host) readSource(source, pin string) ([]byte, string, error) {
-	var b []byte
+// moduleSource is a module's digest (the sha256 of its bytes, in hex)
+// and its bytes, read only when needed: a warm load compiles the rewritten
+// module from the cache and needs the original's digest alone.
+type moduleSource struct {
+	digest string
+	b      []byte
+	read   func() ([]byte, error) // when b is nil
+}
+
+// bytes returns the module's bytes.
+func (s *moduleSource) bytes() ([]byte, error) {
+	if s.b == nil {
+		b, err := s.read()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		s.b = b
+	}
+	return s.b, nil
+}
+
+// readSource returns the module of source, checked against pin.
+func (h *Host) readSource(source, pin string) (*moduleSource, error) {
+	var src *moduleSource
 	var err error
 	if n, ok := strings.CutPrefix(source, "builtin:"); ok {
 		if h.builtins == nil {
-			return nil, "", fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
+			return nil, fmt.Errorf("%w: %s: this host has no built-in plugins", ErrSource, source)
 		}
-		b, err = fs.ReadFile(h.builtins, n+".wasm")
+		src, err = readBuiltin(h.builtins, n+".wasm")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
+			return nil, fmt.Errorf("%w: %s: no built-in plugin %q (have %s)", ErrSource, source, n, strings.Join(Builtins(h.builtins), ", "))
 		}
 	} else if source == "" {
-		return nil, "", fmt.Errorf("%w: empty source", ErrSource)
+		return nil, fmt.Errorf("%w: empty source", ErrSource)
 	} else {
-		b, err = os.ReadFile(source)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrSource, err)
-	}
-	sum := sha256.Sum256(b)
-	digest := hex.EncodeToString(sum[:])
-	if pin != "" {
-		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
-		if want != digest {
-			return nil, "", fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, digest, want)
+		var b []byte
+		if b, err = os.ReadFile(source); err == nil {
+			src = &moduleSource{b: b, digest: digestOf(b)}
 		}
 	}
-	return b, digest, nil
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	if pin != "" {
+		want := strings.ToLower(strings.TrimPrefix(pin, "sha256:"))
+		if want != src.digest {
+			return nil, fmt.Errorf("%w: %s is sha256:%s, pinned sha256:%s", ErrDigestMismatch, source, src.digest, want)
+		}
+	}
+	return src, nil
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// readBuiltin reads a built-in module. An embed.FS cannot change, so its
+// modules are hashed as they stream out of the binary and copied onto the
+// heap only if the module must be rewritten (a cold cache): fs.ReadFile
+// would copy megabytes per module that a warm load never looks at. Any
+// other fs.FS is read once, so that the bytes hashed are the bytes used.
+func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
+	efs, ok := fsys.(embed.FS)
+	if !ok {
+		b, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		return &moduleSource{b: b, digest: digestOf(b)}, nil
+	}
+	f, err := efs.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hash := sha256.New()
+	if _, err := io.Copy(hash, f); err != nil {
+		return nil, err
+	}
+	return &moduleSource{digest: hex.EncodeToString(hash.Sum(nil)), read: func() ([]byte, error) { return efs.ReadFile(file) }}, nil
 }
 
 // Builtins lists the built-in plugin names in fsys.

@@ -382,7 +382,7 @@ func TestEventModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := agent("a", "m")
-	ctx := WithAgent(bg, a)
+	ctx := prompt.WithAgent(bg, a)
 	// Plain emit: the plugin's failure reaches the emitter.
 	if err := h.Bus().Emit(ctx, "custom/ping", json.RawMessage(`{"n":1}`)); err != nil {
 		t.Fatal(err)
@@ -478,7 +478,7 @@ func TestCapabilitiesAreChecked(t *testing.T) {
 	if !errors.Is(err, ErrNotGranted) || !strings.Contains(err.Error(), "api.example.com") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, needs), CheckNeeds: func(c hostfns.Capabilities) error {
+	_, err = h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, needs), checkNeeds: func(c hostfns.Capabilities) error {
 		if len(c.Net) == 1 && c.Net[0] == "api.example.com" {
 			return nil
 		}

@@ -3,16 +3,11 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -44,6 +39,13 @@ func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 	return err
 }
 
+// hostImpls is the table of dsh:host/v1: each ABI function's name and its
+// implementation. The implementations live one file per group, as
+// hostfunc_<group>.go: log, capabilities, register (sections, variables,
+// tools), event, state, env, exec, http, session (session events) and
+// subagent. This file holds the table and what every function shares:
+// the calling convention (wrapHost, serve, deliver, take), request limits,
+// the host byte budget and strict decoding.
 var hostImpls = map[string]hostImpl{
 	hostfns.FnLog:                hostLog,
 	hostfns.FnSectionRegister:    hostSectionRegister,
@@ -68,14 +70,6 @@ var hostImpls = map[string]hostImpl{
 	hostfns.FnSubagentRun:        hostSubagentRun,
 }
 
-// wrapHost adapts impl to the calling convention. It validates the
-// pointers, the size and the UTF-8 of the request, charges the call's
-// host byte budget, and delivers the result. The compute budget keeps
-// running while the host works (see guard): only waits another grant
-// bounds leave it out. A call that has been stopped (its budget, its wall
-// cap, its caller, or the host) gets ErrCanceled from every later host
-// call, before any work. It never panics: a panic in impl is recovered
-// and reported to the guest as ErrInternal.
 // setupNeutral are the host functions whose answers in dsh_setup are the
 // same for every agent: logging, and the load-time functions, which a
 // per-agent instance's setup may call but which register nothing. A setup
@@ -86,6 +80,14 @@ var setupNeutral = map[string]bool{
 	hostfns.FnToolUnregister: true, hostfns.FnEventSubscribe: true, hostfns.FnCapabilities: true,
 }
 
+// wrapHost adapts impl to the calling convention. It validates the
+// pointers, the size and the UTF-8 of the request, charges the call's
+// host byte budget, and delivers the result. The compute budget keeps
+// running while the host works (see guard): only waits another grant
+// bounds leave it out. A call that has been stopped (its budget, its wall
+// cap, its caller, or the host) gets ErrCanceled from every later host
+// call, before any work. It never panics: a panic in impl is recovered
+// and reported to the guest as ErrInternal.
 func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := p.instanceOf(mod)
@@ -238,156 +240,20 @@ func decode(req []byte, v any) (hostfns.Status, string) {
 	return hostfns.StatusOK, ""
 }
 
-// hostLog is on the hot path of many tools, so it reads its request with
-// package jsonobj, as strictly as decode but without reflection.
-func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	lv, mv, err := readLogRequest(&in.req, req)
-	if err != nil {
-		return nil, hostfns.ErrBadJSON, fmt.Sprintf("bad request: %v", err)
+// boundedWait starts a wait another grant bounds (an exec timeout, the net
+// timeout; later a subagent's own budget): it is left out of the compute
+// budget, except in dsh_init and dsh_setup, whose budget counts every
+// wait. It returns the context to wait under, which ends when the call is
+// stopped. Pair it with endBoundedWait.
+func (cs *callState) boundedWait() context.Context {
+	if !cs.init && !cs.setup {
+		cs.guard.beginWait()
 	}
-	in.scratch, _ = lv.AppendText(in.scratch[:0]) // empty when absent
-	level := slog.LevelInfo
-	switch string(in.scratch) {
-	case "debug":
-		level = slog.LevelDebug
-	case "info", "":
-	case "warn":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	default:
-		return nil, hostfns.ErrBadJSON, fmt.Sprintf("unknown level %q (want debug, info, warn or error)", in.scratch)
-	}
-	if !in.p.log.Enabled(cs.ctx, level) {
-		return nil, 0, "" // checked, and not worth decoding
-	}
-	msg, _ := mv.Text() // "" when absent
-	const maxLog = 64 << 10
-	if len(msg) > maxLog {
-		msg = msg[:maxLog] + "…(truncated)"
-	}
-	in.p.rateLog(len(msg), func() { in.p.log.Log(cs.ctx, level, msg) })
-	return nil, 0, ""
+	return cs.guard.hostCtx()
 }
 
-// readLogRequest parses a hostfns.LogRequest into r as strictly as
-// decode: an object with no other members, both strings or absent.
-func readLogRequest(r *jsonobj.Obj, req []byte) (level, msg jsonobj.Value, err error) {
-	if err = r.Parse(req); err == nil {
-		err = r.Only("level", "message")
+func (cs *callState) endBoundedWait() {
+	if !cs.init && !cs.setup {
+		cs.guard.endWait()
 	}
-	if err == nil {
-		level, err = stringMember(r, "level")
-	}
-	if err == nil {
-		msg, err = stringMember(r, "message")
-	}
-	return level, msg, err
-}
-
-// stringMember returns member name of o if it is a string; absent and
-// null give the zero Value, whose text is empty.
-func stringMember(o *jsonobj.Obj, name string) (jsonobj.Value, error) {
-	v, ok := o.Lookup(name)
-	if !ok || v.Kind() == jsonobj.Null {
-		return jsonobj.Value{}, nil
-	}
-	if v.Kind() != jsonobj.String {
-		_, err := v.Text()
-		return v, fmt.Errorf("%s: %w", name, err)
-	}
-	return v, nil
-}
-
-func hostCapabilities(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	if !cs.init {
-		return nil, hostfns.ErrDenied, "capabilities can be declared only during dsh_init"
-	}
-	var c hostfns.Capabilities
-	if st, msg := decode(req, &c); st != 0 {
-		return nil, st, msg
-	}
-	for _, f := range c.FS {
-		if f.Mode != "ro" && f.Mode != "rw" {
-			return nil, hostfns.ErrBadJSON, fmt.Sprintf("fs need %q: mode %q is not ro or rw", f.Path, f.Mode)
-		}
-		if f.Path != "workspace" && !strings.HasPrefix(f.Path, "/") {
-			return nil, hostfns.ErrBadJSON, fmt.Sprintf("fs need %q: path must be \"workspace\" or absolute", f.Path)
-		}
-	}
-	in.p.contrib.addCapabilities(c)
-	return nil, 0, ""
-}
-
-func hostStateGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.StateGetRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	v, ok, err := in.p.h.state.Get(in.p.name, stateScope(cs), r.Key)
-	if err != nil {
-		return nil, hostfns.ErrInternal, err.Error()
-	}
-	b, _ := json.Marshal(hostfns.StateGetResponse{Found: ok, Value: v})
-	return b, 0, ""
-}
-
-// Limits on host-side plugin state.
-const (
-	MaxStateKey   = 256
-	MaxStateValue = 1 << 20
-)
-
-func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.StateSetRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	if r.Key == "" || len(r.Key) > MaxStateKey {
-		return nil, hostfns.ErrBadJSON, fmt.Sprintf("key must be 1 to %d bytes", MaxStateKey)
-	}
-	if len(r.Value) > MaxStateValue {
-		return nil, hostfns.ErrTooLarge, fmt.Sprintf("value of %d bytes exceeds %d", len(r.Value), MaxStateValue)
-	}
-	if string(r.Value) == "null" {
-		r.Value = nil
-	}
-	var err error
-	if ls, ok := in.p.h.state.(LimitedStateStore); ok {
-		err = ls.SetWithin(in.p.name, stateScope(cs), r.Key, r.Value, in.p.limits.StateBytes)
-	} else {
-		err = in.p.h.state.Set(in.p.name, stateScope(cs), r.Key, r.Value)
-	}
-	if err != nil {
-		if errors.Is(err, ErrStateFull) {
-			return nil, hostfns.ErrLimit, err.Error()
-		}
-		return nil, hostfns.ErrInternal, err.Error()
-	}
-	return nil, 0, ""
-}
-
-// stateScope is the session a call's state belongs to; calls that belong
-// to no agent share the plugin-wide scope "".
-func stateScope(cs *callState) string {
-	if cs.facts == nil {
-		return ""
-	}
-	if cs.facts.Session != "" {
-		return cs.facts.Session
-	}
-	return "agent:" + cs.facts.ID
-}
-
-func hostEnvGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	var r hostfns.NameRequest
-	if st, msg := decode(req, &r); st != 0 {
-		return nil, st, msg
-	}
-	if !slices.Contains(in.p.spec.Env, r.Name) || r.Name == "" {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("environment variable %q is not granted to plugin %q (grants.env)", r.Name, in.p.name)
-	}
-	v, ok := os.LookupEnv(r.Name)
-	b, _ := json.Marshal(hostfns.EnvGetResponse{Found: ok, Value: v})
-	return b, 0, ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // Unit tests of host-function guarantees that only the hostile suite
@@ -81,19 +82,19 @@ func TestStateIsScopedToPluginAndSession(t *testing.T) {
 
 // The per-(plugin, session) quota is counted per plugin and per session.
 func TestStateQuotaIsPerPluginAndSession(t *testing.T) {
-	m := NewMemoryState()
-	val := json.RawMessage(`"` + strings.Repeat("v", MaxStateValue-2) + `"`)
+	m := pluginstate.NewMemory()
+	val := json.RawMessage(`"` + strings.Repeat("v", maxStateValue-2) + `"`)
 	n := 0
 	for ; n < 100; n++ {
 		if err := m.Set("a", "s", string(rune('a'+n)), val); err != nil {
-			if !errors.Is(err, ErrStateFull) {
+			if !errors.Is(err, pluginstate.ErrFull) {
 				t.Fatal(err)
 			}
 			break
 		}
 	}
-	if n != MaxStateBytes/(MaxStateValue+1) {
-		t.Fatalf("%d values of 1 MiB fitted, want %d", n, MaxStateBytes/(MaxStateValue+1))
+	if n != pluginstate.MaxBytes/(maxStateValue+1) {
+		t.Fatalf("%d values of 1 MiB fitted, want %d", n, pluginstate.MaxBytes/(maxStateValue+1))
 	}
 	if err := m.Set("b", "s", "k", val); err != nil {
 		t.Fatalf("another plugin in the same session: %v", err)

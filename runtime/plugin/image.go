@@ -250,9 +250,9 @@ func (h *heapMemory) Reallocate(size uint64) []byte {
 func (h *heapMemory) Free() {}
 
 // instantiateContext returns the context to instantiate a module under:
-// with an allocator that maps img as the initial memory, outside the Go
-// heap, reserved at its maximum so that growing it copies nothing. got
-// receives what was made.
+// with an allocator that maps img as the initial memory (nil: zeroed
+// memory), outside the Go heap, reserved at its maximum so that growing
+// it copies nothing. got receives what was made.
 func instantiateContext(ctx context.Context, img *image, got *allocation) context.Context {
 	var src *memImage
 	if img != nil {

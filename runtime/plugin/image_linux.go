@@ -3,6 +3,7 @@
 package plugin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -26,7 +27,7 @@ func newMemImage(data []byte) (*memImage, error) {
 		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), "dsh-wasm-image")
-	if _, err := f.Write(data); err != nil {
+	if err := writeSparse(f, data); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("write image: %w", err)
 	}
@@ -46,6 +47,38 @@ func newMemImage(data []byte) (*memImage, error) {
 	m.refs.Store(1)
 	return m, nil
 }
+
+// writeSparse writes data to the empty file f, leaving holes where data
+// is zero: a hole reads as zeros, and costs neither a copy nor memory. A
+// freshly initialised Go guest's memory is about 40% zero pages.
+func writeSparse(f *os.File, data []byte) error {
+	if err := f.Truncate(int64(len(data))); err != nil {
+		return err
+	}
+	const chunk = len(zeroChunk)
+	zero := func(off int) bool {
+		return bytes.Equal(data[off:min(off+chunk, len(data))], zeroChunk[:min(chunk, len(data)-off)])
+	}
+	for off := 0; off < len(data); {
+		for off < len(data) && zero(off) {
+			off += chunk
+		}
+		end := off
+		for end < len(data) && !zero(end) {
+			end += chunk
+		}
+		end = min(end, len(data))
+		if end > off {
+			if _, err := f.WriteAt(data[off:end], int64(off)); err != nil {
+				return err
+			}
+		}
+		off = end
+	}
+	return nil
+}
+
+var zeroChunk [4096]byte
 
 func (m *memImage) acquire() { m.refs.Add(1) }
 

@@ -165,9 +165,6 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts) (wazero.ModuleConfig, *l
 		return cfg, nil, nil, nil, &CallError{Plugin: p.name, Export: "instantiate", Err: err}
 	}
 	cfg = withJail(cfg, jail)
-	if p.spec.ModuleConfig != nil {
-		cfg = p.spec.ModuleConfig(cfg)
-	}
 	return cfg, lw, sl, jail, nil
 }
 
@@ -184,14 +181,16 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	}
 	// An instance starts from an image when there is one for this
 	// environment (image.go): its memory is the image mapped outside the
-	// Go heap. Others keep wazero's own memory.
+	// Go heap. A fresh instance of a module with a large memory gets a
+	// zeroed mapping from the same allocator (mapFresh); others keep
+	// wazero's own memory.
 	var alloc allocation
 	var img *image
 	env := ""
 	ictx := ctx
 	if p.snapshots {
 		env = p.environment(jail, p.envList())
-		if img = p.imageFor(env); img != nil {
+		if img = p.imageFor(env); img != nil || p.mapFresh {
 			ictx = instantiateContext(ctx, img, &alloc)
 		}
 	}

@@ -32,43 +32,71 @@ var memInstrumented sync.Map
 // instance images where it can be (interrupt.PrepareSnapshot), from the
 // cache when it has it. digest is the sha256 of b, in hex.
 func (c *Cache) instrument(digest string, b []byte) ([]byte, error) {
-	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
-	if c == nil || c.c == nil {
-		return rewrite(b)
-	}
-	if c.dir == "" {
-		if v, ok := memInstrumented.Load(key); ok {
-			return v.([]byte), nil
-		}
-		ib, err := rewrite(b)
-		if err == nil {
-			memInstrumented.Store(key, ib)
-		}
-		return ib, err
-	}
-	path := filepath.Join(c.dir, "instrumented", key+".wasm")
-	if ib, ok := readInstrumented(path); ok {
-		return ib, nil
-	}
-	ib, err := rewrite(b)
+	ib, release, err := c.instrumentSource(digest, func() ([]byte, error) { return b, nil })
 	if err != nil {
 		return nil, err
 	}
-	writeInstrumented(path, ib) // best effort: a failed write costs the next load a rewrite
-	return ib, nil
+	defer release()
+	return bytes.Clone(ib), nil
 }
 
-func readInstrumented(path string) ([]byte, bool) {
-	raw, err := os.ReadFile(path)
-	if err != nil || len(raw) < len(instrumentedMagic)+4 || !bytes.HasPrefix(raw, []byte(instrumentedMagic)) {
-		return nil, false
+// instrumentSource is instrument for a module read by src, which it calls
+// only when the cache does not have the module rewritten. The bytes it
+// returns may be a read-only mapping of the cache's file: they are valid
+// until release is called, and must not be written.
+func (c *Cache) instrumentSource(digest string, src func() ([]byte, error)) (_ []byte, release func(), _ error) {
+	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
+	noop := func() {}
+	rewriteSource := func() ([]byte, func(), error) {
+		b, err := src()
+		if err != nil {
+			return nil, nil, err
+		}
+		ib, err := rewrite(b)
+		return ib, noop, err
+	}
+	if c == nil || c.c == nil {
+		return rewriteSource()
+	}
+	if c.dir == "" {
+		if v, ok := memInstrumented.Load(key); ok {
+			return v.([]byte), noop, nil
+		}
+		ib, _, err := rewriteSource()
+		if err == nil {
+			memInstrumented.Store(key, ib)
+		}
+		return ib, noop, err
+	}
+	path := filepath.Join(c.dir, "instrumented", key+".wasm")
+	if ib, release, ok := readInstrumented(path); ok {
+		return ib, release, nil
+	}
+	ib, _, err := rewriteSource()
+	if err != nil {
+		return nil, nil, err
+	}
+	writeInstrumented(path, ib) // best effort: a failed write costs the next load a rewrite
+	return ib, noop, nil
+}
+
+// readInstrumented maps a cache entry and checks it.
+func readInstrumented(path string) ([]byte, func(), bool) {
+	raw, release, err := mapFile(path)
+	if err != nil {
+		return nil, nil, false
+	}
+	if len(raw) < len(instrumentedMagic)+4 || !bytes.HasPrefix(raw, []byte(instrumentedMagic)) {
+		release()
+		return nil, nil, false
 	}
 	sum := binary.LittleEndian.Uint32(raw[len(instrumentedMagic):])
 	body := raw[len(instrumentedMagic)+4:]
 	if crc32.ChecksumIEEE(body) != sum {
-		return nil, false
+		release()
+		return nil, nil, false
 	}
-	return body, true
+	return body, release, true
 }
 
 func writeInstrumented(path string, body []byte) {

@@ -51,12 +51,20 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		return p
 	}
 
+	readEntry := func() ([]byte, bool) {
+		b, release, ok := readInstrumented(entry)
+		if !ok {
+			return nil, false
+		}
+		defer release()
+		return bytes.Clone(b), true
+	}
 	load()
 	want, err := rewrite(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := readInstrumented(entry)
+	got, ok := readEntry()
 	if !ok || !bytes.Equal(got, want) {
 		t.Fatalf("after the first load the cache entry holds %d bytes (ok %v), want the %d rewritten bytes", len(got), ok, len(want))
 	}
@@ -81,7 +89,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	load()
-	if got, ok := readInstrumented(entry); !ok || !bytes.Equal(got, want) {
+	if got, ok := readEntry(); !ok || !bytes.Equal(got, want) {
 		t.Fatalf("a corrupt entry was not rebuilt (ok %v, %d bytes)", ok, len(got))
 	}
 	// So is a truncated one.

@@ -45,7 +45,7 @@ func TestNoLeaks(t *testing.T) {
 		if err != nil || len(asm.Sections) != 1 || asm.Sections[0].Text != "agent "+id+" runs m" || asm.Variables["kv"] != (prompt.Value{Text: "kv:m", OK: true, Owner: "plugin kit"}) {
 			t.Fatalf("agent %s assembly: %+v, %v", id, asm, err)
 		}
-		if err := h.Bus().Emit(WithAgent(bg, a), "custom/ping", []byte(`{}`)); err != nil {
+		if err := h.Bus().Emit(prompt.WithAgent(bg, a), "custom/ping", []byte(`{}`)); err != nil {
 			t.Fatalf("agent %s emit: %v", id, err)
 		}
 		// The instance that trapped and the one killed were replaced.

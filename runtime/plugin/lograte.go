@@ -15,10 +15,11 @@ const logWindow = time.Minute
 // record is preceded by a count of what was dropped.
 type logRate struct {
 	mu      sync.Mutex
-	start   time.Time
+	started bool
+	start   time.Duration // monotime at the window's start
 	used    int64
 	dropped int64 // records dropped in the current window
-	now     func() time.Time
+	now     func() time.Duration
 }
 
 // allow reports whether n more bytes may be logged now. notice, when
@@ -26,13 +27,16 @@ type logRate struct {
 func (r *logRate) allow(limit int64, n int) (ok bool, notice string, dropped int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
+	// One read of the monotonic clock: the window needs no wall time.
+	var now time.Duration
 	if r.now != nil {
 		now = r.now()
+	} else {
+		now = monotime()
 	}
-	if r.start.IsZero() || now.Sub(r.start) >= logWindow {
+	if !r.started || now-r.start >= logWindow {
 		dropped = r.dropped
-		r.start, r.used, r.dropped = now, 0, 0
+		r.started, r.start, r.used, r.dropped = true, now, 0, 0
 		if dropped > 0 {
 			notice = "log records were dropped: the plugin passed grants.limits.log_bytes in the last minute"
 		}

@@ -47,6 +47,10 @@ type Plugin struct {
 	prepared, snapshots bool
 	snapGlobals         []string
 	images              imageSet
+	// mapFresh: instances that start fresh (no image yet) get their memory
+	// from the image allocator too, reserved at its maximum, so that the
+	// initialiser's growth copies nothing (see instantiateContext).
+	mapFresh bool
 	// byModule maps each open instance's module to the instance, for
 	// host functions, which are told the calling module.
 	byModule sync.Map
@@ -95,10 +99,11 @@ func (p *Plugin) Contribution() Contribution { return p.contrib.snapshot() }
 
 // prepare reads, verifies and compiles the module and creates its runtime.
 func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, err error) {
-	b, digest, err := h.readSource(spec.Source, spec.SHA256)
+	src, err := h.readSource(spec.Source, spec.SHA256)
 	if err != nil {
 		return nil, err
 	}
+	digest := src.digest
 	cfg := spec.Config
 	if len(cfg) == 0 {
 		cfg = []byte("{}")
@@ -109,14 +114,23 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		limits: spec.Limits.withDefaults(), config: cfg, agents: map[string]*agentSlot{},
 		log: h.log.With("plugin", name)}
 	p.contrib = newContrib(p)
+	var b []byte // the module to compile
 	if spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, err := h.cache.instrument(digest, b); err == nil {
+	} else if ib, release, err := h.cache.instrumentSource(digest, src.bytes); err == nil {
+		// wazero copies what it keeps of the module: the bytes are not
+		// needed past CompileModule.
+		defer release()
 		b, p.interruptible = ib, true
 		p.snapGlobals, p.prepared = interrupt.SnapshotExports(b)
 		p.snapshots = p.prepared && !p.limits.NoSnapshot
 	} else if errors.Is(err, interrupt.ErrUnsupported) {
 		p.log.Warn("cannot instrument the module for interruption; falling back to wazero's slower per-call checks", "err", err)
+	}
+	if b == nil {
+		if b, err = src.bytes(); err != nil {
+			return nil, err
+		}
 	}
 	rcfg := h.cache.runtimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rcfg)
@@ -143,6 +157,11 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 		}
 	} else if err := p.checkModule(); err != nil {
 		return nil, err
+	} else if p.snapshots {
+		// A module that starts with a memory big enough for an image grows
+		// it in small steps as it runs (a Go guest from its initial 3 MiB),
+		// and on the Go heap each step copies the whole memory.
+		p.mapFresh = p.module.ExportedMemories()["memory"].Min() >= minImageBytes/pageSize
 	}
 	if err := p.openSandbox(); err != nil {
 		return nil, err
@@ -257,7 +276,7 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 
 func (p *Plugin) checkNeeds() error {
 	caps := p.Capabilities()
-	check := p.spec.CheckNeeds
+	check := p.spec.checkNeeds
 	if check == nil && p.spec.Grants != nil {
 		check = func(c hostfns.Capabilities) error { return checkGrants(p.name, p.spec.Grants, c) }
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // A call that queued behind a call whose cancellation discarded the
@@ -26,7 +28,7 @@ func TestCallQueuedBehindDiscardedInstance(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond) // the spin holds the instance
 	queued := make(chan error, 1)
-	var res ToolResult
+	var res tool.Result
 	go func() {
 		var err error
 		res, err = h.CallTool(ctx, a, "echo", []byte(`{"text":"next"}`))

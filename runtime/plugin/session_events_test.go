@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 type probeOut struct {
@@ -54,7 +55,7 @@ func loadAppender(t *testing.T, granted ...string) *Host {
 func TestSessionEventAppend(t *testing.T) {
 	h := loadAppender(t, "todo/write", "user/message", "tool/result", "note/added")
 	var got []string
-	ctx := WithSessionEvents(bg, func(typ string, data json.RawMessage) error {
+	ctx := pluginstate.WithSessionEvents(bg, func(typ string, data json.RawMessage) error {
 		got = append(got, typ+" "+string(data))
 		return nil
 	})
@@ -74,7 +75,7 @@ func TestSessionEventAppend(t *testing.T) {
 		{`{"type":"note/added","data":[1]}`, hostfns.ErrBadJSON, "want a JSON object"},
 		{`{"type":"note/added"}`, hostfns.ErrBadJSON, "want a JSON object"},
 		{`{"type":"note/added","data":{},"extra":1}`, hostfns.ErrBadJSON, "unknown field"},
-		{`{"type":"note/added","data":{"big":"` + strings.Repeat("x", MaxSessionEventBytes) + `"}}`, hostfns.ErrTooLarge, "exceeds"},
+		{`{"type":"note/added","data":{"big":"` + strings.Repeat("x", maxSessionEventBytes) + `"}}`, hostfns.ErrTooLarge, "exceeds"},
 	}
 	reqs := make([]string, len(cases))
 	for i, c := range cases {
@@ -97,7 +98,7 @@ func TestSessionEventAppend(t *testing.T) {
 		t.Fatalf("without a sink: %+v", res[0])
 	}
 	// The sink's refusal reaches the plugin, and costs no quota.
-	failing := WithSessionEvents(bg, func(string, json.RawMessage) error { return fmt.Errorf("session closed") })
+	failing := pluginstate.WithSessionEvents(bg, func(string, json.RawMessage) error { return fmt.Errorf("session closed") })
 	res = appendProbes(t, h, failing, []string{`{"type":"note/added","data":{}}`})
 	if hostfns.Status(res[0].Status) != hostfns.ErrInternal || !strings.Contains(res[0].Message, "session closed") {
 		t.Fatalf("failing sink: %+v", res[0])
@@ -108,15 +109,15 @@ func TestSessionEventAppend(t *testing.T) {
 func TestSessionEventQuota(t *testing.T) {
 	h := loadAppender(t, "note/added")
 	n := 0
-	ctx := WithSessionEvents(bg, func(string, json.RawMessage) error { n++; return nil })
-	reqs := make([]string, MaxSessionEvents+1)
+	ctx := pluginstate.WithSessionEvents(bg, func(string, json.RawMessage) error { n++; return nil })
+	reqs := make([]string, maxSessionEvents+1)
 	for i := range reqs {
 		reqs[i] = `{"type":"note/added","data":{}}`
 	}
 	res := appendProbes(t, h, ctx, reqs)
 	last := res[len(res)-1]
-	if n != MaxSessionEvents || hostfns.Status(last.Status) != hostfns.ErrLimit || !strings.Contains(last.Message, "quota") {
-		t.Fatalf("recorded %d, last %+v; want %d and then limit reached", n, last, MaxSessionEvents)
+	if n != maxSessionEvents || hostfns.Status(last.Status) != hostfns.ErrLimit || !strings.Contains(last.Message, "quota") {
+		t.Fatalf("recorded %d, last %+v; want %d and then limit reached", n, last, maxSessionEvents)
 	}
 	// The quota belongs to the session: a new agent of the same id after
 	// EndAgent starts again.

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // fakeSubagents records the runs it is asked for.
@@ -93,8 +94,8 @@ func TestSubagentRunOnlyFromATool(t *testing.T) {
 	if len(subs.runs) != 1 || subs.runs[0].Prompt != "p" {
 		t.Fatalf("runs %+v", subs.runs)
 	}
-	// One call may run at most MaxSubagentRunsPerCall children.
-	many := make([]map[string]string, MaxSubagentRunsPerCall+1)
+	// One call may run at most maxSubagentRunsPerCall children.
+	many := make([]map[string]string, maxSubagentRunsPerCall+1)
 	for i := range many {
 		many[i] = map[string]string{"fn": hostfns.FnSubagentRun, "req": run}
 	}
@@ -107,16 +108,16 @@ func TestSubagentRunOnlyFromATool(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Text), &got); err != nil || len(got) != len(many) {
 		t.Fatalf("probe results %.300s: %v", r.Text, err)
 	}
-	for i, p := range got[:MaxSubagentRunsPerCall] {
+	for i, p := range got[:maxSubagentRunsPerCall] {
 		if p.Status != 0 {
 			t.Fatalf("run %d under the quota: %+v", i, p)
 		}
 	}
-	if p := got[MaxSubagentRunsPerCall]; hostfns.Status(p.Status) != hostfns.ErrLimit {
+	if p := got[maxSubagentRunsPerCall]; hostfns.Status(p.Status) != hostfns.ErrLimit {
 		t.Fatalf("run past the quota: %+v", p)
 	}
-	if len(subs.runs) != 1+MaxSubagentRunsPerCall {
-		t.Fatalf("%d runs reached the provider, want %d", len(subs.runs), 1+MaxSubagentRunsPerCall)
+	if len(subs.runs) != 1+maxSubagentRunsPerCall {
+		t.Fatalf("%d runs reached the provider, want %d", len(subs.runs), 1+maxSubagentRunsPerCall)
 	}
 }
 
@@ -161,7 +162,7 @@ func TestSubagentTimeIsNotTheCallersBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel()
 	type out struct {
-		r   ToolResult
+		r   tool.Result
 		err error
 	}
 	done := make(chan out, 1)

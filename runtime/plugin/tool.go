@@ -10,25 +10,20 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
-
-// ToolResult is what a tool call gives back to the model.
-type ToolResult struct {
-	Text    string
-	IsError bool
-}
 
 // CallTool runs the tool called name for the agent described by facts, in
 // that agent's instance of the plugin that registered it. The tool's own
 // failure is a result with IsError; the returned error reports that the
 // call could not be made or the plugin failed (no such tool, a trap, the
 // compute budget), and the agent loop turns it into an error result too.
-func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (ToolResult, error) {
+func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
 	p := h.toolOwner(name)
 	if p == nil {
-		return ToolResult{}, fmt.Errorf("%w: %q", ErrNoTool, name)
+		return tool.Result{}, fmt.Errorf("%w: %q", ErrNoTool, name)
 	}
-	ctx = WithAgent(ctx, facts)
+	ctx = prompt.WithAgent(ctx, facts)
 	var st hostfns.OutStatus
 	var out []byte
 	// A call that queued behind one whose failure discarded the instance
@@ -39,7 +34,7 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 	for attempt := 0; ; attempt++ {
 		in, err := p.instanceFor(ctx, facts)
 		if err != nil {
-			return ToolResult{}, err
+			return tool.Result{}, err
 		}
 		if p.isExtism() {
 			res, err := p.callExtismTool(ctx, in, facts, name, args)
@@ -54,15 +49,15 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 			continue
 		}
 		if err != nil {
-			return ToolResult{}, err
+			return tool.Result{}, err
 		}
 		break
 	}
 	switch st {
 	case hostfns.OutOK, hostfns.OutError:
-		return ToolResult{Text: validText(out), IsError: st == hostfns.OutError}, nil
+		return tool.Result{Text: validText(out), IsError: st == hostfns.OutError}, nil
 	}
-	return ToolResult{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: fmt.Errorf("%w: status %d is not valid for a tool", ErrBadOutput, st)}
+	return tool.Result{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: fmt.Errorf("%w: status %d is not valid for a tool", ErrBadOutput, st)}
 }
 
 // validText turns a guest's output, a fresh copy nobody else holds, into
@@ -75,13 +70,47 @@ func validText(out []byte) string {
 	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
+// toolOwner returns the loaded plugin that registered the tool called
+// name, or nil. It looks in h.tools first: an entry is a hint, used only
+// while its plugin is still loaded under its name and still has the tool,
+// so that registrations made after a load (from the load-time instance)
+// and unregistrations need not keep it up to date. A miss or a stale entry
+// scans the loaded plugins, as before the index, and records the answer;
+// a name no plugin has takes no write lock.
 func (h *Host) toolOwner(name string) *Plugin {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
+	hint := h.tools[name]
+	if hint != nil && h.plugins[hint.name] == hint && hint.contrib.hasTool(name) {
+		h.mu.RUnlock()
+		return hint
+	}
+	var owner *Plugin
 	for _, p := range h.plugins {
 		if p.contrib.hasTool(name) {
-			return p
+			owner = p
+			break
 		}
 	}
-	return nil
+	h.mu.RUnlock()
+	if owner != nil || hint != nil {
+		h.mu.Lock()
+		switch {
+		case owner != nil && h.plugins[owner.name] == owner:
+			h.tools[name] = owner
+		case h.tools[name] == hint:
+			delete(h.tools, name)
+		}
+		h.mu.Unlock()
+	}
+	return owner
+}
+
+// forgetTools drops the index entries of p, which is leaving h.plugins,
+// so that the index holds no unloaded plugin. Called with h.mu held.
+func (h *Host) forgetTools(p *Plugin) {
+	for name, q := range h.tools {
+		if q == p {
+			delete(h.tools, name)
+		}
+	}
 }

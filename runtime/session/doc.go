@@ -1,5 +1,7 @@
-// Package session stores agent sessions as event logs in the reference
-// harness's JSONL format, version 0, so sessions move between the two.
+// Package session is the format of agent sessions: event logs in the
+// reference harness's JSONL format, version 0, so sessions move between
+// the two. The stores that keep them are packages of their own (see
+// Storage).
 //
 // # Format
 //
@@ -34,27 +36,37 @@
 // the model sees. Messages derives the model's conversation from the
 // events; a fork's seed is part of it.
 //
-// Files live under a Store's root at cwd-<first 12 hex digits of
-// sha256(cwd)>/<id>.jsonl, or _no-cwd/<id>.jsonl.
+// # Storage
+//
+// The format is kept apart from where sessions are kept. This package
+// holds the events, their payloads, the derivation of messages, the
+// checks every write passes and compaction; it declares Storage, what a
+// store offers, and Backend, where an open Session's events go. The
+// stores are packages beside it: runtime/session/filestore keeps a JSONL
+// file per session on local disk (the default), runtime/session/pgstore
+// keeps the same events in PostgreSQL for workers that share them. A
+// store builds its Sessions with Prepare (for Create) and Restore, or
+// Decode and Resume, so a session reads, repairs and exports the same in
+// any of them; runtime/session/storetest is the contract they all meet.
 //
 // # Durability
 //
-// Session.Append keeps events in memory; Session.Flush writes them in one
-// write and fsyncs the file. The agent loop flushes when a turn's user
-// messages are recorded, when an assistant message is recorded (before
-// its tools run), at each step end and at turn end. Create fsyncs the header (and a fork's seed) and the
-// directory before it returns. So after a crash the file holds everything
-// up to the last Flush that returned, and of the events appended since,
-// at most a prefix that the crash cut anywhere, even inside a line.
+// Session.Append keeps events in memory; Session.Flush hands them to the
+// store in one step, and returns once they are durable (the file store
+// writes them in one write and fsyncs the file). The agent loop flushes
+// when a turn's user messages are recorded, when an assistant message is
+// recorded (before its tools run), at each step end and at turn end.
 //
-// Store.Open repairs that: it cuts off a torn last line (one that is not
-// valid JSON), and closes a turn left open as the reference harness's
-// repair does (session/src/repair.ts): an error tool/result ("Tool call
-// interrupted by a crash; no result was recorded.", error
-// {InterruptedError, interrupted}) for each call of the open step's
-// assistant messages without a result, step/end for an open step, and
-// turn/end with kind "interrupted", all at the time of the last event. It
-// writes the repairs before returning and reports them in
-// Session.Recovery. A malformed line anywhere else is not crash damage:
-// Open refuses the file with a *CorruptError naming the line.
+// After a crash, what a store holds may end inside a turn, and a file may
+// end inside a line. Decode reads that as a store's Open does: a torn
+// last line (one that is not valid JSON) is dropped, and a turn left open
+// is closed as the reference harness's repair does
+// (session/src/repair.ts): an error tool/result ("Tool call interrupted
+// by a crash; no result was recorded.", error {InterruptedError,
+// interrupted}) for each call of the open step's assistant messages
+// without a result, step/end for an open step, and turn/end with kind
+// "interrupted", all at the time of the last event. Open stores the
+// repairs before returning and reports them in Session.Recovery. A
+// malformed line anywhere else is not crash damage: it is refused with a
+// *CorruptError naming the line.
 package session

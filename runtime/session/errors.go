@@ -5,17 +5,18 @@ import (
 	"fmt"
 )
 
-// Errors returned by this package, wrapped with detail. Callers test with
-// errors.Is.
+// Errors returned by this package and the stores, wrapped with detail.
+// Callers test with errors.Is.
 var (
-	// ErrNotFound: no session file has the requested id.
+	// ErrNotFound: the store has no session with the requested id.
 	ErrNotFound = errors.New("session not found")
-	// ErrExists: Create found a session file with the same id.
+	// ErrExists: Create found a session with the same id.
 	ErrExists = errors.New("session already exists")
-	// ErrInvalidID: a session id that cannot name a file.
+	// ErrInvalidID: a session id that cannot name a file (every store
+	// keeps to the file store's rule, so sessions move between them).
 	ErrInvalidID = errors.New("invalid session id")
-	// ErrCorrupt: a session file that cannot be read. The error is a
-	// *CorruptError naming the file and line.
+	// ErrCorrupt: a session (a file, or a store's records) that cannot be
+	// read. The error is a *CorruptError naming the file and line.
 	ErrCorrupt = errors.New("corrupt session file")
 	// ErrUnsupportedVersion: a header whose format version is not 0.
 	ErrUnsupportedVersion = errors.New("unsupported session format version")
@@ -26,13 +27,17 @@ var (
 	ErrWrongType = errors.New("wrong session event type")
 	// ErrClosed: the session was closed.
 	ErrClosed = errors.New("session closed")
-	// ErrLocked: the session file is open elsewhere, in this process or
+	// ErrLocked: the session is open elsewhere, in this process or
 	// another.
 	ErrLocked = errors.New("session in use")
-	// ErrBroken: what reached the disk is unknown, because an fsync
-	// failed or a failed write could not be undone. The session refuses
-	// further writes; reopen it to recover from the file.
+	// ErrBroken: what reached the store is unknown, because a write failed
+	// and could not be undone (for the file store: an fsync failed, or a
+	// failed write could not be cut off). The session refuses further
+	// writes; reopen it to recover from what the store holds.
 	ErrBroken = errors.New("session file in unknown state after failed sync")
+	// ErrNotStored: a Backend's Append stored none of the records and
+	// changed nothing, so they can be offered again (see Backend).
+	ErrNotStored = errors.New("session records not stored")
 )
 
 // CorruptError reports a session file that cannot be read: Path and the

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // An agent loop records a turn, flushes it at the turn's end, and later
@@ -16,7 +17,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(root)
-	store := session.NewStore(root)
+	store := filestore.New(root, filestore.Options{})
 
 	s, err := store.Create(session.Header{Cwd: "/home/me/project"})
 	if err != nil {

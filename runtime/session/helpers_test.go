@@ -48,12 +48,6 @@ func newClock(startMs int64) *clock {
 
 func (c *clock) now() time.Time { return time.UnixMilli(c.ms.Add(1)) }
 
-func newTestStore(t *testing.T) (*Store, string) {
-	t.Helper()
-	root := t.TempDir()
-	return NewStore(root, WithClock(newClock(1_700_000_000_000).now)), root
-}
-
 func mustAppend(t *testing.T, s *Session, e Event) Event {
 	t.Helper()
 	got, err := s.Append(e)

@@ -17,6 +17,8 @@ type Log struct {
 	Events []Event
 	// Recovery says what reading repaired.
 	Recovery Recovery
+
+	st *state // what Resume opens; nil once it has
 }
 
 // Recovery says what was repaired when a session file was read: the
@@ -68,18 +70,29 @@ func (r Recovery) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// ReadFile reads a session file without changing it. The repairs Open
+// ReadFile reads a session file (one a store's Export wrote, or one the
+// file store keeps) without changing it. The repairs a store's Open
 // would make (see Recovery) are made in memory only.
 func ReadFile(path string) (*Log, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("session: read %s: %w", path, err)
 	}
-	st, rec, _, err := parse(data, path, func() int64 { return time.Now().UnixMilli() })
+	return Decode(path, data)
+}
+
+// Decode reads the text of a session file, name standing for it in
+// errors. It reads what a crash leaves as a store's Open does, and makes
+// the repairs in memory only: a torn last line is dropped (its bytes are
+// the last Recovery.TornBytes of data), a missing final newline noted,
+// and a turn left open closed by the events in Recovery.Closed. Any other
+// fault is ErrCorrupt, a *CorruptError naming the line.
+func Decode(name string, data []byte) (*Log, error) {
+	st, rec, _, err := parse(data, name, func() int64 { return time.Now().UnixMilli() })
 	if err != nil {
 		return nil, err
 	}
-	return &Log{Header: st.header, Events: st.events, Recovery: rec}, nil
+	return &Log{Header: st.header, Events: st.events, Recovery: rec, st: st}, nil
 }
 
 // parse reads a session file's contents. It returns the state (the

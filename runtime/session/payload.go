@@ -11,6 +11,12 @@ import (
 
 // Event types this package knows. Others are kept as they are.
 const (
+	// TypePluginState records a plugin's host-side state change
+	// (state_set): data {plugin, key, value}, a null value for a
+	// deletion. It is a record, not part of the conversation; the agent
+	// writes it and replays it into a resumed session's plugin state.
+	TypePluginState = "plugin/state"
+
 	TypeTurnStart        = "turn/start"
 	TypeUserMessage      = "user/message"
 	TypeStepStart        = "step/start"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
@@ -13,33 +12,26 @@ import (
 )
 
 // Session is a session open for appending. Appends are kept in memory
-// until Flush, which the agent loop calls at the end of each turn. A
-// Session is safe for concurrent use.
+// until Flush, which the agent loop calls at the end of each turn, hands
+// them to the store's Backend. A Session is safe for concurrent use.
 type Session struct {
 	path    string
 	nowMs   func() int64
-	release func()  // called once by Close; nil when nothing is held
-	backend Backend // nil for a session file
-	closed  bool
-	recs    []Record // for a backend: the records not yet stored
+	release func() // called once by Close; nil when nothing is held
+	backend Backend
 
 	flushMu sync.Mutex // held by Flush and Close, outside mu: writes do not block Append
 
 	mu       sync.Mutex
-	f        *os.File // nil once closed
+	closed   bool
 	st       *state
-	pending  []byte // encoded lines not yet written
-	size     int64  // bytes of the file known to be written
+	recs     []Record // the records not yet stored
 	recovery Recovery
-	broken   error // set when the file's state is unknown
+	broken   error // set when what the store holds is unknown
 }
 
-func newSession(store *Store, path string, f *os.File, st *state, size int64, rec Recovery) *Session {
-	return &Session{path: path, nowMs: store.nowMilli, release: func() { store.release(path) },
-		f: f, st: st, size: size, recovery: rec}
-}
-
-// Path is the session's file.
+// Path is where the session is kept: its file for the file store, the
+// name its store gave it otherwise.
 func (s *Session) Path() string { return s.path }
 
 // Header returns the session's header.
@@ -209,13 +201,14 @@ func encodeLine(e *Event) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Flush writes the appended events to the file and fsyncs it. When it
-// returns nil they are durable. The agent loop calls it at the end of
-// each turn.
+// Flush writes the appended events to the store (for the file store:
+// to the file, then fsyncs it). When it returns nil they are durable.
+// The agent loop calls it at the end of each turn.
 //
-// If the write fails the file is cut back to what it held before and the
-// events stay pending, so a later Flush retries. If the fsync fails,
-// what the disk holds is unknown: the session then fails every write
+// If the write fails and the store undid it (the file store cuts the
+// file back to what it held before) the events stay pending, so a later
+// Flush retries. If what the store holds is unknown (a failed fsync, a
+// write that could not be undone), the session then fails every write
 // with ErrBroken, and must be reopened.
 func (s *Session) Flush() error {
 	s.flushMu.Lock()
@@ -234,42 +227,29 @@ func (s *Session) flush() error {
 		s.mu.Unlock()
 		return s.broken
 	}
-	if s.backend != nil {
-		return s.flushBackend() // unlocks
-	}
-	buf, f, size, id := s.pending, s.f, s.size, s.st.header.ID
-	s.pending = nil
+	recs, id := s.recs, s.st.header.ID
+	s.recs = nil
 	s.mu.Unlock()
-	if len(buf) == 0 {
+	if len(recs) == 0 {
 		return nil
 	}
 
-	_, werr := f.Write(buf)
-	var serr error
-	if werr == nil {
-		serr = f.Sync()
+	err := s.backend.Append(recs)
+	if err == nil {
+		return nil
 	}
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case werr != nil:
-		if err := f.Truncate(size); err != nil {
-			s.broken = fmt.Errorf("session %s: %w: write failed (%w) and the partial write could not be cut off (%w)",
-				id, ErrBroken, werr, err)
-			return s.broken
-		}
-		s.pending = append(buf, s.pending...)
-		return fmt.Errorf("session %s: flush: %w", id, werr)
-	case serr != nil:
-		s.broken = fmt.Errorf("session %s: %w: %w", id, ErrBroken, serr)
-		return s.broken
+	if errors.Is(err, ErrNotStored) {
+		s.recs = append(recs, s.recs...)
+		return fmt.Errorf("session %s: flush: %w", id, err)
 	}
-	s.size += int64(len(buf))
-	return nil
+	s.broken = fmt.Errorf("session %s: %w: %w", id, ErrBroken, err)
+	return s.broken
 }
 
-// Close flushes the session and closes its file. Closing a closed session
+// Close flushes the session and closes it in its store (for the file
+// store: closes its file). Closing a closed session
 // does nothing. If the flush fails, the unflushed events are lost, and
 // the error says so.
 func (s *Session) Close() error {
@@ -283,15 +263,9 @@ func (s *Session) Close() error {
 	}
 	ferr := s.flush()
 	s.mu.Lock()
-	var cerr error
-	if s.f != nil {
-		cerr = s.f.Close()
-	} else if s.backend != nil {
-		cerr = s.backend.Close()
-	}
-	s.f = nil
+	cerr := s.backend.Close()
 	s.closed = true
-	s.pending, s.recs = nil, nil
+	s.recs = nil
 	id := s.st.header.ID
 	release := s.release
 	s.mu.Unlock()

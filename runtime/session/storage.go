@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
-// Storage is where sessions persist. The package's Store keeps them as
-// JSONL files; other stores (runtime/session/pgstore) keep the same
-// events elsewhere and build their Sessions with Prepare and Restore, so
-// the format, its checks and the repair of a crashed turn stay here.
+// Storage is where sessions persist. The stores are packages of their
+// own (runtime/session/filestore keeps JSONL files, runtime/session/pgstore
+// PostgreSQL rows); they keep the events and build their Sessions with
+// Prepare, Restore, Decode and Resume, so the format, its checks and the
+// repair of a crashed turn stay here.
 //
 // Open takes the session for one writer: a second Open of a session that
 // is open fails with ErrLocked until the first is closed (or, for a
@@ -25,12 +25,10 @@ type Storage interface {
 	// for an unknown id.
 	Header(id string) (Header, error)
 	// Export writes the session as a JSONL session file: the header line
-	// then one line per stored event, byte for byte as the JSONL store
+	// then one line per stored event, byte for byte as the file store
 	// writes them.
 	Export(id string, w io.Writer) error
 }
-
-var _ Storage = (*Store)(nil)
 
 // Record is one event as a store keeps it: its seq and its exact JSON
 // text (one line of a session file, without the newline).
@@ -39,12 +37,14 @@ type Record struct {
 	JSON []byte
 }
 
-// Backend is where an open Session's new events go, for stores other
-// than the JSONL one.
+// Backend is where an open Session's new events go.
 type Backend interface {
 	// Append stores recs durably after the records stored before, in one
-	// step: all of them or none. An error leaves the session broken
-	// (ErrBroken): it must be reopened, and Open reads what was stored.
+	// step: all of them or none. An error that matches ErrNotStored says
+	// none was stored and nothing else changed: the records stay queued
+	// and the next Flush offers them again. Any other error leaves the
+	// session broken (ErrBroken): it must be reopened, and Open reads what
+	// was stored.
 	Append(recs []Record) error
 	// Close releases what the backend holds for the session (its lease).
 	Close() error
@@ -52,57 +52,52 @@ type Backend interface {
 
 // queue adds an encoded event to what the next Flush writes.
 func (s *Session) queue(seq int64, line []byte) {
-	if s.backend != nil {
-		s.recs = append(s.recs, Record{Seq: seq, JSON: line[:len(line)-1]})
-		return
-	}
-	s.pending = append(s.pending, line...)
+	s.recs = append(s.recs, Record{Seq: seq, JSON: line[:len(line)-1]})
 }
 
-// flushBackend does flush for a backend session; it is called with mu
-// held and unlocks it.
-func (s *Session) flushBackend() error {
-	recs, id := s.recs, s.st.header.ID
-	s.recs = nil
-	s.mu.Unlock()
-	if len(recs) == 0 {
-		return nil
-	}
-	err := s.backend.Append(recs)
-	if err == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.broken = fmt.Errorf("session %s: %w: %w", id, ErrBroken, err)
-	return s.broken
+// Prepared is a new session, checked and encoded for a store's Create.
+type Prepared struct {
+	// Header is the header's JSON text, and Records a record per initial
+	// event: what the store keeps.
+	Header  []byte
+	Records []Record
+	// Log is the session as those make it, its header completed (the ID
+	// and CreatedAt Prepare chose). Once the store keeps the session, it
+	// opens it with Resume(name, Log, ...).
+	Log *Log
 }
 
-// Prepare checks a new session as Store.Create does and encodes it for a
-// store: the header's JSON text and a record per initial event. An empty
-// ID gets a random UUID and a zero CreatedAt the time now returns (nil:
-// the system clock). The store keeps them, then calls Restore.
-func Prepare(h Header, now func() time.Time, initial ...Event) (header []byte, recs []Record, err error) {
+// Prepare checks a new session for a store's Create and encodes it. An
+// empty ID gets a random UUID and a zero CreatedAt the time now returns
+// (nil: the system clock).
+//
+// initial are events stored with the header, keeping their Seq and Time:
+// a fork's seed, copied from its parent (see ClosedPrefix), or the events
+// of a session being copied. SeedLength, which a fork sets to the length
+// of its seed, may not exceed their number, and neither the seed nor all
+// of initial may end inside a turn.
+func Prepare(h Header, now func() time.Time, initial ...Event) (*Prepared, error) {
 	if now == nil {
 		now = time.Now
 	}
-	h, buf, _, err := prepare(h, func() int64 { return now().UnixMilli() }, initial)
+	h, buf, st, err := prepare(h, func() int64 { return now().UnixMilli() }, initial)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	p := &Prepared{Log: &Log{Header: h, Events: st.events, st: st}}
 	lines := bytes.SplitAfter(buf, []byte("\n"))
-	header = bytes.TrimSuffix(lines[0], []byte("\n"))
+	p.Header = bytes.TrimSuffix(lines[0], []byte("\n"))
 	for i, l := range lines[1:] {
 		if len(l) == 0 {
 			continue
 		}
-		recs = append(recs, Record{Seq: initial[i].Seq, JSON: bytes.TrimSuffix(l, []byte("\n"))})
+		p.Records = append(p.Records, Record{Seq: initial[i].Seq, JSON: bytes.TrimSuffix(l, []byte("\n"))})
 	}
-	return header, recs, nil
+	return p, nil
 }
 
-// prepare is the checking and encoding Create and Prepare share: the
-// header completed, the file's bytes and the state they make.
+// prepare is Prepare's checking and encoding: the header completed, the
+// session's text and the state it makes.
 func prepare(h Header, nowMs func() int64, initial []Event) (Header, []byte, *state, error) {
 	if h.Version != FormatVersion {
 		return h, nil, nil, fmt.Errorf("session: create: %w: %d", ErrUnsupportedVersion, h.Version)
@@ -150,8 +145,8 @@ func prepare(h Header, nowMs func() int64, initial []Event) (Header, []byte, *st
 }
 
 // Restore opens a session a store keeps as header and recs (in seq
-// order), with new events going to b. It reads them as Store.Open reads
-// a file, name standing for the file in errors, and repairs the same
+// order), with new events going to b. It reads them as Decode reads a
+// file, name standing for the file in errors, and repairs the same
 // way: a turn left open is closed with an error result for each
 // unanswered tool call, step/end for an open step and turn/end kind
 // interrupted; the repairs are stored through b before Restore returns
@@ -159,10 +154,6 @@ func prepare(h Header, nowMs func() int64, initial []Event) (Header, []byte, *st
 // ErrCorrupt: a store has no torn lines. now stamps new events (nil: the
 // system clock); release, when not nil, is called once by Close.
 func Restore(name string, header []byte, recs []Record, b Backend, now func() time.Time, release func()) (*Session, error) {
-	if now == nil {
-		now = time.Now
-	}
-	nowMs := func() int64 { return now().UnixMilli() }
 	var data bytes.Buffer
 	data.Write(header)
 	data.WriteByte('\n')
@@ -176,49 +167,51 @@ func Restore(name string, header []byte, recs []Record, b Backend, now func() ti
 		data.Write(r.JSON)
 		data.WriteByte('\n')
 	}
-	st, rec, _, err := parse(data.Bytes(), name, nowMs)
+	l, err := Decode(name, data.Bytes())
 	if err != nil {
 		return nil, err
 	}
-	if rec.TornLine > 0 || rec.AddedNewline {
-		return nil, &CorruptError{Path: name, Line: rec.TornLine, Err: errors.New("a record is not one JSON event")}
+	if l.Recovery.TornLine > 0 || l.Recovery.AddedNewline {
+		return nil, &CorruptError{Path: name, Line: l.Recovery.TornLine, Err: errors.New("a record is not one JSON event")}
 	}
-	s := &Session{path: name, nowMs: nowMs, release: release, backend: b, st: st, recovery: rec}
-	for _, e := range rec.Closed {
-		line, err := encodeLine(&e)
-		if err != nil {
-			return nil, fmt.Errorf("session: open %s: %w", name, err)
-		}
-		s.queue(e.Seq, line)
-	}
-	if err := s.Flush(); err != nil {
+	s, err := Resume(name, l, b, now, release)
+	if err != nil {
 		return nil, fmt.Errorf("session: open %s: store repairs: %w", name, err)
 	}
 	return s, nil
 }
 
-// Export writes the session file of id to w as it is on disk.
-func (s *Store) Export(id string, w io.Writer) error {
-	path, err := s.find(id)
-	if err != nil {
-		return err
+// Resume opens the session l holds, with new events going to b: l comes
+// from Prepare, once the store keeps what Prepare encoded, or from Decode
+// (or ReadFile) of what the store kept, and b stores after it. name
+// stands for the session in errors and is its Path. Of the damage Decode
+// reports in l.Recovery, the store has dealt with what is its own (a torn
+// last line, a missing final newline); Resume stores the events that
+// close a turn left open (l.Recovery.Closed) through b before it
+// returns, and returns the error as Flush words it if that fails, so the
+// store can say what it was doing. now stamps new events (nil: the system
+// clock); release, when not nil, is called once by Close.
+//
+// l belongs to the session afterwards: do not use it again.
+func Resume(name string, l *Log, b Backend, now func() time.Time, release func()) (*Session, error) {
+	if l.st == nil {
+		return nil, fmt.Errorf("session: resume %s: the log was not made by Prepare or Decode, or was resumed already", name)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("session: export %s: %w", id, err)
+	if now == nil {
+		now = time.Now
 	}
-	defer f.Close()
-	if _, err := io.Copy(w, f); err != nil {
-		return fmt.Errorf("session: export %s: %w", id, err)
+	nowMs := func() int64 { return now().UnixMilli() }
+	s := &Session{path: name, nowMs: nowMs, release: release, backend: b, st: l.st, recovery: l.Recovery}
+	l.st = nil
+	for _, e := range l.Recovery.Closed {
+		line, err := encodeLine(&e)
+		if err != nil {
+			return nil, err
+		}
+		s.queue(e.Seq, line)
 	}
-	return nil
-}
-
-// Header reads the header of session id without opening it.
-func (s *Store) Header(id string) (Header, error) {
-	path, err := s.find(id)
-	if err != nil {
-		return Header{}, err
+	if err := s.Flush(); err != nil {
+		return nil, err
 	}
-	return readHeader(path)
+	return s, nil
 }

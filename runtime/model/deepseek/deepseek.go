@@ -48,59 +48,13 @@ var (
 	// ErrNoAPIKey: the environment variable that should hold the key is
 	// unset or empty.
 	ErrNoAPIKey = errors.New("deepseek: no API key")
-	// ErrInvalidConfig: a Config field has an unusable value.
-	ErrInvalidConfig = errors.New("deepseek: invalid config")
+	// ErrInvalidOptions: an Options field has an unusable value.
+	ErrInvalidOptions = errors.New("deepseek: invalid options")
 )
-
-// Config configures a Provider. The zero value talks to DeepSeek with the
-// key from $DEEPSEEK_API_KEY.
-type Config struct {
-	// BaseURL is the API root; the provider POSTs BaseURL/chat/completions.
-	BaseURL string
-	// APIKeyEnv names the environment variable holding the bearer key.
-	APIKeyEnv string
-	// LookupEnv reads the environment; nil means os.LookupEnv.
-	LookupEnv func(string) (string, bool)
-	// Model is used when a Request names none.
-	Model string
-	// Thinking switches DeepSeek's thinking mode; empty leaves the
-	// server's default and sends no thinking field.
-	Thinking ThinkingMode
-	// ReasoningEffort, when set, is sent as reasoning_effort.
-	ReasoningEffort string
-	// HTTPClient sends the requests; nil means a client over a transport
-	// shared by every Provider of the process, sized for many concurrent
-	// sessions (see transport.go). The provider never modifies it.
-	// Its Timeout, if any, bounds whole streams: prefer HeaderTimeout and
-	// IdleTimeout.
-	HTTPClient *http.Client
-	// MaxRetries is how many times a request is retried after a 429, a
-	// 5xx or a connection failure before the stream began. Zero means
-	// DefaultMaxRetries; a negative value disables retries.
-	MaxRetries int
-	// RetryBaseDelay and RetryMaxDelay bound the exponential backoff
-	// (with jitter) between attempts when the server sends no Retry-After.
-	RetryBaseDelay time.Duration
-	RetryMaxDelay  time.Duration
-	// MaxRetryAfter is the longest Retry-After the provider waits for; a
-	// server asking for longer gets its error returned instead.
-	MaxRetryAfter time.Duration
-	// HeaderTimeout bounds each attempt from sending the request to the
-	// first byte of the stream.
-	HeaderTimeout time.Duration
-	// IdleTimeout bounds the silence between two reads of the stream
-	// (DeepSeek sends keep-alive comments while it is busy).
-	IdleTimeout time.Duration
-	// Sleep waits between attempts; nil means a timer that gives up when
-	// ctx is done. Tests inject a fake.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates; nil means time.Now.
-	Now func() time.Time
-}
 
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
-	cfg      Config
+	opts     Options
 	endpoint string
 	apiKey   string
 	client   *http.Client
@@ -108,74 +62,74 @@ type Provider struct {
 
 var _ model.Provider = (*Provider)(nil)
 
-// New checks cfg, fills its defaults and reads the API key from the
+// New checks opts, fills its defaults and reads the API key from the
 // environment.
-func New(cfg Config) (*Provider, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
+func New(opts Options) (*Provider, error) {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(cfg.BaseURL)
+	u, err := url.Parse(opts.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrInvalidConfig, cfg.BaseURL)
+		return nil, fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrInvalidOptions, opts.BaseURL)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: base URL %q has a query or fragment", ErrInvalidConfig, cfg.BaseURL)
+		return nil, fmt.Errorf("%w: base URL %q has a query or fragment", ErrInvalidOptions, opts.BaseURL)
 	}
-	if err := cfg.Thinking.validate(); err != nil {
+	if err := opts.Thinking.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.APIKeyEnv == "" {
-		cfg.APIKeyEnv = DefaultAPIKeyEnv
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = DefaultAPIKeyEnv
 	}
-	if cfg.LookupEnv == nil {
-		cfg.LookupEnv = os.LookupEnv
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
 	}
-	if cfg.Model == "" {
-		cfg.Model = DefaultModel
+	if opts.Model == "" {
+		opts.Model = DefaultModel
 	}
 	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
+	case opts.MaxRetries == 0:
+		opts.MaxRetries = DefaultMaxRetries
+	case opts.MaxRetries < 0:
+		opts.MaxRetries = 0
 	}
 	for _, d := range []struct {
 		name string
 		val  *time.Duration
 		def  time.Duration
 	}{
-		{"retry base delay", &cfg.RetryBaseDelay, DefaultRetryBase},
-		{"retry max delay", &cfg.RetryMaxDelay, DefaultRetryMax},
-		{"max Retry-After", &cfg.MaxRetryAfter, DefaultMaxRetryAfter},
-		{"header timeout", &cfg.HeaderTimeout, DefaultHeaderTimeout},
-		{"idle timeout", &cfg.IdleTimeout, DefaultIdleTimeout},
+		{"retry base delay", &opts.RetryBaseDelay, DefaultRetryBase},
+		{"retry max delay", &opts.RetryMaxDelay, DefaultRetryMax},
+		{"max Retry-After", &opts.MaxRetryAfter, DefaultMaxRetryAfter},
+		{"header timeout", &opts.HeaderTimeout, DefaultHeaderTimeout},
+		{"idle timeout", &opts.IdleTimeout, DefaultIdleTimeout},
 	} {
 		if *d.val < 0 {
-			return nil, fmt.Errorf("%w: negative %s %s", ErrInvalidConfig, d.name, *d.val)
+			return nil, fmt.Errorf("%w: negative %s %s", ErrInvalidOptions, d.name, *d.val)
 		}
 		if *d.val == 0 {
 			*d.val = d.def
 		}
 	}
-	if cfg.RetryMaxDelay < cfg.RetryBaseDelay {
-		cfg.RetryMaxDelay = cfg.RetryBaseDelay
+	if opts.RetryMaxDelay < opts.RetryBaseDelay {
+		opts.RetryMaxDelay = opts.RetryBaseDelay
 	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	key, ok := cfg.LookupEnv(cfg.APIKeyEnv)
+	key, ok := opts.LookupEnv(opts.APIKeyEnv)
 	if !ok || key == "" {
-		return nil, fmt.Errorf("%w: $%s is not set", ErrNoAPIKey, cfg.APIKeyEnv)
+		return nil, fmt.Errorf("%w: $%s is not set", ErrNoAPIKey, opts.APIKeyEnv)
 	}
-	client := cfg.HTTPClient
+	client := opts.HTTPClient
 	if client == nil {
 		client = defaultClient()
 	}
 	return &Provider{
-		cfg:      cfg,
+		opts:     opts,
 		endpoint: u.JoinPath("chat", "completions").String(),
 		apiKey:   key,
 		client:   client,
@@ -183,10 +137,10 @@ func New(cfg Config) (*Provider, error) {
 }
 
 // Model is the model used when a request names none.
-func (p *Provider) Model() string { return p.cfg.Model }
+func (p *Provider) Model() string { return p.opts.Model }
 
 // Generate sends req and streams the answer to emit. Failures before the
-// stream began are retried as Config says; once a chunk has been read,
+// stream began are retried as Options say; once a chunk has been read,
 // nothing is retried. A stream that ends before its finish returns an
 // error wrapping model.ErrStreamCut, an undecodable event one wrapping
 // model.ErrMalformedStream, an API failure a *model.APIError (wrapped).

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
@@ -113,9 +114,9 @@ func newServer(t *testing.T, handler func(w http.ResponseWriter, r *http.Request
 	return s
 }
 
-func newProvider(t *testing.T, s *server, sleep *fakeSleep, mutate ...func(*Config)) *Provider {
+func newProvider(t *testing.T, s *server, sleep *fakeSleep, mutate ...func(*Options)) *Provider {
 	t.Helper()
-	cfg := Config{
+	opts := Options{
 		BaseURL:   s.URL + "/v1",
 		APIKeyEnv: "TEST_DEEPSEEK_KEY",
 		LookupEnv: func(name string) (string, bool) {
@@ -127,12 +128,12 @@ func newProvider(t *testing.T, s *server, sleep *fakeSleep, mutate ...func(*Conf
 		HTTPClient: s.Client(),
 	}
 	if sleep != nil {
-		cfg.Sleep = sleep.sleep
+		opts.Sleep = sleep.sleep
 	}
 	for _, m := range mutate {
-		m(&cfg)
+		m(&opts)
 	}
-	p, err := New(cfg)
+	p, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -262,7 +263,7 @@ func TestRequestBody(t *testing.T) {
 		startSSE(w)
 		writeSSE(w, contentDelta("ok"), chunkJSON(`{"content":""}`, "stop"), "[DONE]")
 	})
-	p := newProvider(t, s, nil, func(c *Config) {
+	p := newProvider(t, s, nil, func(c *Options) {
 		c.Model = "deepseek-v4-flash"
 		c.Thinking = ThinkingEnabled
 		c.ReasoningEffort = "high"
@@ -294,7 +295,7 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleTool, ToolCallID: "call_2", Content: []model.Part{{Type: model.BlockText, Text: ""}}},
 			{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockText, Text: "again"}}},
 		},
-		Tools: []model.Tool{
+		Tools: []prompt.Tool{
 			{Name: "bash", Description: "Run a command", Parameters: schema},
 			{Name: "noargs"},
 		},
@@ -372,8 +373,8 @@ func TestRequestDefaultsAndRejects(t *testing.T) {
 		{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Part{{Type: model.BlockToolCall, ID: "x", Name: "y"}}}}},
 		{Messages: []model.Message{{Role: model.RoleTool, Content: []model.Part{{Type: model.BlockText, Text: "no id"}}}}},
 		{Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.Part{{Type: model.BlockToolCall, Name: "bash"}}}}},
-		{Tools: []model.Tool{{Name: "bad", Parameters: json.RawMessage(`{"type":`)}}},
-		{Tools: []model.Tool{{Description: "no name"}}},
+		{Tools: []prompt.Tool{{Name: "bad", Parameters: json.RawMessage(`{"type":`)}}},
+		{Tools: []prompt.Tool{{Description: "no name"}}},
 	}
 	calls := s.calls.Load()
 	for i, req := range bad {
@@ -423,7 +424,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 		writeSSE(w, chunkJSON(`{"content":""}`, "stop"), "[DONE]")
 	})
 	sleep := &fakeSleep{}
-	p := newProvider(t, s, sleep, func(c *Config) { c.Now = func() time.Time { return now } })
+	p := newProvider(t, s, sleep, func(c *Options) { c.Now = func() time.Time { return now } })
 	if _, _, err := collect(t, context.Background(), p, simpleRequest()); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -460,7 +461,7 @@ func TestServerErrorsRetriedWithBackoff(t *testing.T) {
 	})
 	sleep := &fakeSleep{}
 	base := 100 * time.Millisecond
-	p := newProvider(t, s, sleep, func(c *Config) { c.RetryBaseDelay = base })
+	p := newProvider(t, s, sleep, func(c *Options) { c.RetryBaseDelay = base })
 	if _, _, err := collect(t, context.Background(), p, simpleRequest()); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -482,7 +483,7 @@ func TestRetriesExhausted(t *testing.T) {
 		fmt.Fprint(w, `{"error":{"message":"Internal error","type":"server_error","code":500}}`)
 	})
 	sleep := &fakeSleep{}
-	p := newProvider(t, s, sleep, func(c *Config) { c.MaxRetries = 2 })
+	p := newProvider(t, s, sleep, func(c *Options) { c.MaxRetries = 2 })
 	_, _, err := collect(t, context.Background(), p, simpleRequest())
 	var apiErr *model.APIError
 	if !errors.As(err, &apiErr) {
@@ -744,7 +745,7 @@ func TestCancelWhileWaitingToRetry(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	p := newProvider(t, s, nil, func(c *Config) {
+	p := newProvider(t, s, nil, func(c *Options) {
 		c.Sleep = func(context.Context, time.Duration) error {
 			cancel()
 			return ctx.Err()
@@ -767,7 +768,7 @@ func TestTimeouts(t *testing.T) {
 			case <-release:
 			}
 		})
-		p := newProvider(t, s, nil, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
+		p := newProvider(t, s, nil, func(c *Options) { c.IdleTimeout = 50 * time.Millisecond })
 		_, _, err := collect(t, context.Background(), p, simpleRequest())
 		if !errors.Is(err, model.ErrStreamCut) || !strings.Contains(err.Error(), "no data for 50ms") {
 			t.Fatalf("err = %v, want an idle stream cut", err)
@@ -780,7 +781,7 @@ func TestTimeouts(t *testing.T) {
 			case <-release:
 			}
 		})
-		p := newProvider(t, s, nil, func(c *Config) {
+		p := newProvider(t, s, nil, func(c *Options) {
 			c.HeaderTimeout = 50 * time.Millisecond
 			c.MaxRetries = -1
 		})
@@ -791,24 +792,24 @@ func TestTimeouts(t *testing.T) {
 	})
 }
 
-func TestNewValidatesConfig(t *testing.T) {
+func TestNewValidatesOptions(t *testing.T) {
 	env := func(string) (string, bool) { return "k", true }
-	if _, err := New(Config{LookupEnv: func(string) (string, bool) { return "", false }}); !errors.Is(err, ErrNoAPIKey) ||
+	if _, err := New(Options{LookupEnv: func(string) (string, bool) { return "", false }}); !errors.Is(err, ErrNoAPIKey) ||
 		!strings.Contains(err.Error(), DefaultAPIKeyEnv) {
 		t.Errorf("missing key: %v", err)
 	}
-	for _, cfg := range []Config{
+	for _, opts := range []Options{
 		{BaseURL: "ftp://example.com", LookupEnv: env},
 		{BaseURL: "https://", LookupEnv: env},
 		{BaseURL: "https://x/?q=1", LookupEnv: env},
 		{Thinking: "sometimes", LookupEnv: env},
 		{IdleTimeout: -time.Second, LookupEnv: env},
 	} {
-		if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		if _, err := New(opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", opts, err)
 		}
 	}
-	p, err := New(Config{LookupEnv: env})
+	p, err := New(Options{LookupEnv: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -828,7 +829,7 @@ func TestClientNotModified(t *testing.T) {
 	client := s.Client()
 	before := *client
 	defaultBefore := *http.DefaultClient
-	p := newProvider(t, s, nil, func(c *Config) { c.HTTPClient = client })
+	p := newProvider(t, s, nil, func(c *Options) { c.HTTPClient = client })
 	if _, _, err := collect(t, context.Background(), p, simpleRequest()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,96 +1,60 @@
 package deepseek
 
 import (
-	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
-func decodeOptions(t *testing.T, src string) (Options, error) {
-	t.Helper()
-	dec := yaml.NewDecoder(strings.NewReader(src))
-	dec.KnownFields(true)
-	var o Options
-	err := dec.Decode(&o)
-	return o, err
+func withKey(opts Options) Options {
+	opts.LookupEnv = func(string) (string, bool) { return "k", true }
+	return opts
 }
 
-func TestOptionsDecode(t *testing.T) {
-	o, err := decodeOptions(t, `
-base_url: https://example.test/v1
-api_key_env: MY_KEY
-model: deepseek-v4-flash
-thinking: true
-reasoning_effort: high
-max_retries: 0
-header_timeout: 30s
-idle_timeout: 2m
-`)
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	cfg := o.Config()
-	want := Config{
+// The deployment file's provider section is decoded in runtime/config and
+// translated in runtime/deploy; these are the Go options it lands on.
+func TestOptionsKeptByNew(t *testing.T) {
+	opts := Options{
 		BaseURL: "https://example.test/v1", APIKeyEnv: "MY_KEY", Model: "deepseek-v4-flash",
 		Thinking: ThinkingEnabled, ReasoningEffort: "high", MaxRetries: -1,
 		HeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 	}
-	if cfg.BaseURL != want.BaseURL || cfg.APIKeyEnv != want.APIKeyEnv || cfg.Model != want.Model ||
-		cfg.Thinking != want.Thinking || cfg.ReasoningEffort != want.ReasoningEffort ||
-		cfg.MaxRetries != want.MaxRetries || cfg.HeaderTimeout != want.HeaderTimeout || cfg.IdleTimeout != want.IdleTimeout {
-		t.Fatalf("Config = %+v, want %+v", cfg, want)
-	}
-	p, err := New(withKey(cfg))
+	p, err := New(withKey(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.cfg.MaxRetries != 0 {
-		t.Errorf("max_retries: 0 left %d retries", p.cfg.MaxRetries)
+	got := p.opts
+	if got.BaseURL != opts.BaseURL || got.APIKeyEnv != opts.APIKeyEnv || got.Model != opts.Model ||
+		got.Thinking != opts.Thinking || got.ReasoningEffort != opts.ReasoningEffort ||
+		got.HeaderTimeout != opts.HeaderTimeout || got.IdleTimeout != opts.IdleTimeout {
+		t.Fatalf("New kept %+v, want %+v", got, opts)
 	}
-}
-
-func withKey(cfg Config) Config {
-	cfg.LookupEnv = func(string) (string, bool) { return "k", true }
-	return cfg
+	if p.endpoint != "https://example.test/v1/chat/completions" {
+		t.Errorf("endpoint = %q", p.endpoint)
+	}
+	if got.MaxRetries != 0 {
+		t.Errorf("MaxRetries -1 left %d retries", got.MaxRetries)
+	}
 }
 
 func TestOptionsThinking(t *testing.T) {
-	for src, want := range map[string]ThinkingMode{
-		"thinking: false":    ThinkingDisabled,
-		"thinking: enabled":  ThinkingEnabled,
-		"thinking: disabled": ThinkingDisabled,
-		"model: x":           ThinkingDefault,
-	} {
-		o, err := decodeOptions(t, src)
-		if err != nil || o.Thinking != want {
-			t.Errorf("%q: thinking %q, %v; want %q", src, o.Thinking, err, want)
+	for _, mode := range []ThinkingMode{ThinkingDefault, ThinkingEnabled, ThinkingDisabled} {
+		if _, err := New(withKey(Options{Thinking: mode})); err != nil {
+			t.Errorf("thinking %q: %v", mode, err)
 		}
 	}
-	for _, src := range []string{"thinking: maybe", "thinking: ''", "thinking: [enabled]"} {
-		if _, err := decodeOptions(t, src); err == nil {
-			t.Errorf("%q accepted", src)
+	for _, mode := range []ThinkingMode{"maybe", "true", "Enabled"} {
+		if _, err := New(withKey(Options{Thinking: mode})); err == nil {
+			t.Errorf("thinking %q accepted", mode)
 		}
-	}
-}
-
-func TestOptionsUnknownFieldRejected(t *testing.T) {
-	if _, err := decodeOptions(t, "modle: typo"); err == nil {
-		t.Fatal("unknown field accepted under KnownFields")
 	}
 }
 
 func TestOptionsDefaultRetries(t *testing.T) {
-	o, err := decodeOptions(t, "model: m")
+	p, err := New(withKey(Options{Model: "m"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(withKey(o.Config()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.cfg.MaxRetries != DefaultMaxRetries {
-		t.Errorf("MaxRetries = %d, want the default %d", p.cfg.MaxRetries, DefaultMaxRetries)
+	if p.opts.MaxRetries != DefaultMaxRetries {
+		t.Errorf("MaxRetries = %d, want the default %d", p.opts.MaxRetries, DefaultMaxRetries)
 	}
 }

@@ -124,10 +124,10 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 		MaxTokens:       req.MaxTokens,
 		Stream:          true,
 		StreamOptions:   streamOptions{IncludeUsage: true},
-		ReasoningEffort: p.cfg.ReasoningEffort,
+		ReasoningEffort: p.opts.ReasoningEffort,
 	}
 	if body.Model == "" {
-		body.Model = p.cfg.Model
+		body.Model = p.opts.Model
 	}
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("negative max tokens %d", req.MaxTokens)
@@ -139,8 +139,8 @@ func (p *Provider) encodeRequest(req *model.Request) ([]byte, error) {
 		body.Temperature = t
 	}
 	body.Stop = req.Stop
-	if p.cfg.Thinking != ThinkingDefault {
-		body.Thinking = &thinking{Type: p.cfg.Thinking}
+	if p.opts.Thinking != ThinkingDefault {
+		body.Thinking = &thinking{Type: p.opts.Thinking}
 	}
 	body.Messages = make([]chatMessage, 0, len(req.Messages)+1)
 	if req.System != "" {

@@ -28,7 +28,7 @@ type failure struct {
 }
 
 // connect sends body until a stream starts (its first byte has arrived),
-// retrying what Config allows.
+// retrying what Options allow.
 func (p *Provider) connect(ctx context.Context, body []byte) (*stream, error) {
 	for attempt := 1; ; attempt++ {
 		s, fail := p.attempt(ctx, body)
@@ -41,7 +41,7 @@ func (p *Provider) connect(ctx context.Context, body []byte) (*stream, error) {
 		if !fail.retryable {
 			return nil, fmt.Errorf("deepseek: %w", fail.err)
 		}
-		if attempt > p.cfg.MaxRetries {
+		if attempt > p.opts.MaxRetries {
 			if attempt == 1 {
 				return nil, fmt.Errorf("deepseek: %w", fail.err)
 			}
@@ -49,13 +49,13 @@ func (p *Provider) connect(ctx context.Context, body []byte) (*stream, error) {
 		}
 		delay := p.backoff(attempt)
 		if fail.hasRetryAfter {
-			if fail.retryAfter > p.cfg.MaxRetryAfter {
+			if fail.retryAfter > p.opts.MaxRetryAfter {
 				return nil, fmt.Errorf("deepseek: the server asks to retry after %s, longer than the %s limit: %w",
-					fail.retryAfter, p.cfg.MaxRetryAfter, fail.err)
+					fail.retryAfter, p.opts.MaxRetryAfter, fail.err)
 			}
 			delay = fail.retryAfter
 		}
-		if err := p.cfg.Sleep(ctx, delay); err != nil {
+		if err := p.opts.Sleep(ctx, delay); err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, ctxErr
 			}
@@ -77,8 +77,8 @@ func (p *Provider) attempt(ctx context.Context, body []byte) (*stream, *failure)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 
-	headerTimeout := fmt.Errorf("no response within %s", p.cfg.HeaderTimeout)
-	timer := time.AfterFunc(p.cfg.HeaderTimeout, func() { cancel(headerTimeout) })
+	headerTimeout := fmt.Errorf("no response within %s", p.opts.HeaderTimeout)
+	timer := time.AfterFunc(p.opts.HeaderTimeout, func() { cancel(headerTimeout) })
 	resp, err := p.client.Do(req)
 	if err != nil {
 		timer.Stop()
@@ -95,7 +95,7 @@ func (p *Provider) attempt(ctx context.Context, body []byte) (*stream, *failure)
 		f := &failure{err: apiErr}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 			f.retryable = true
-			f.retryAfter, f.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), p.cfg.Now())
+			f.retryAfter, f.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), p.opts.Now())
 		}
 		return nil, f
 	}
@@ -113,20 +113,20 @@ func (p *Provider) attempt(ctx context.Context, body []byte) (*stream, *failure)
 		}
 		return nil, &failure{err: fmt.Errorf("%w: before the first byte: %w", model.ErrStreamCut, err), retryable: true}
 	}
-	s.idleTimeout = fmt.Errorf("no data for %s", p.cfg.IdleTimeout)
-	s.idleLimit = p.cfg.IdleTimeout
-	s.idle = time.AfterFunc(p.cfg.IdleTimeout, func() { cancel(s.idleTimeout) })
+	s.idleTimeout = fmt.Errorf("no data for %s", p.opts.IdleTimeout)
+	s.idleLimit = p.opts.IdleTimeout
+	s.idle = time.AfterFunc(p.opts.IdleTimeout, func() { cancel(s.idleTimeout) })
 	return s, nil
 }
 
 // backoff is the jittered exponential delay before retry number attempt
 // (1-based): uniform in [d/2, d] with d = base·2^(attempt-1), capped.
 func (p *Provider) backoff(attempt int) time.Duration {
-	d := p.cfg.RetryBaseDelay
-	for i := 1; i < attempt && d < p.cfg.RetryMaxDelay; i++ {
+	d := p.opts.RetryBaseDelay
+	for i := 1; i < attempt && d < p.opts.RetryMaxDelay; i++ {
 		d *= 2
 	}
-	d = min(d, p.cfg.RetryMaxDelay)
+	d = min(d, p.opts.RetryMaxDelay)
 	half := d / 2
 	return half + rand.N(d-half+1)
 }

@@ -28,6 +28,6 @@ var sharedTransport = sync.OnceValue(func() *http.Transport {
 	return t
 })
 
-// defaultClient is the client of Providers whose Config names none. It
+// defaultClient is the client of Providers whose Options name none. It
 // shares one connection pool across all of them.
 func defaultClient() *http.Client { return &http.Client{Transport: sharedTransport()} }

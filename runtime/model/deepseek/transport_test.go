@@ -33,12 +33,12 @@ func TestConcurrentSessionsReuseConnections(t *testing.T) {
 	}
 	s.Start()
 	t.Cleanup(s.Close)
-	p := newProvider(t, s, nil, func(c *Config) { c.HTTPClient = nil })
+	p := newProvider(t, s, nil, func(c *Options) { c.HTTPClient = nil })
 	if p.client.Transport != sharedTransport() {
 		t.Fatal("a provider without an HTTP client does not use the shared transport")
 	}
 	// A second provider (another deployment, another agent) shares the pool.
-	q := newProvider(t, s, nil, func(c *Config) { c.HTTPClient = nil })
+	q := newProvider(t, s, nil, func(c *Options) { c.HTTPClient = nil })
 	for w := 0; w < waves; w++ {
 		var wg sync.WaitGroup
 		for i := 0; i < sessions; i++ {

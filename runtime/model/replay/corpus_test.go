@@ -69,7 +69,7 @@ func TestCorpusScriptsLoad(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.Name(), func(t *testing.T) {
 			dir := filepath.Join(root, sc.Name())
-			p, err := Open(filepath.Join(dir, "session.jsonl"))
+			p, err := Open(filepath.Join(dir, "session.jsonl"), Options{})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -120,7 +120,7 @@ func TestCorpusScriptsLoad(t *testing.T) {
 }
 
 func TestCorpusCancelOverrideHangs(t *testing.T) {
-	p, err := Open(filepath.Join(testcorpus.Sessions(t), "cancel", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "cancel", "session.jsonl"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func answer(t *testing.T, p *Provider, session string, turn, step int) (string, 
 }
 
 func TestCorpusSubagentSpawnBinding(t *testing.T) {
-	p, err := Open(filepath.Join(testcorpus.Sessions(t), "subagent-spawn", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "subagent-spawn", "session.jsonl"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func stepText(t *testing.T, s *Script, turn, step int) string {
 }
 
 func TestCorpusSubagentForkStartsAfterSeed(t *testing.T) {
-	p, err := Open(filepath.Join(testcorpus.Sessions(t), "subagent-fork", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "subagent-fork", "session.jsonl"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestCorpusSubagentForkStartsAfterSeed(t *testing.T) {
 }
 
 func TestCorpusMissingStep(t *testing.T) {
-	p, err := Open(filepath.Join(testcorpus.Sessions(t), "text-turn", "session.jsonl"))
+	p, err := Open(filepath.Join(testcorpus.Sessions(t), "text-turn", "session.jsonl"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

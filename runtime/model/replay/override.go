@@ -47,6 +47,15 @@ type entryJSON struct {
 // UnmarshalJSON reads an entry, rejecting unknown kinds and fields a kind
 // does not take. A code may be a JSON string or number.
 func (e *Entry) UnmarshalJSON(b []byte) error {
+	if err := e.decode(b); err != nil {
+		return fmt.Errorf("replay: override entry: %w", err)
+	}
+	return nil
+}
+
+// decode is UnmarshalJSON without the package prefix, for ReadOverride,
+// which names the file and the entry itself.
+func (e *Entry) decode(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var j entryJSON
@@ -130,7 +139,7 @@ func ReadOverride(r io.Reader, name string) ([]Entry, error) {
 	}
 	entries := make([]Entry, len(raw))
 	for i, r := range raw {
-		if err := json.Unmarshal(r, &entries[i]); err != nil {
+		if err := entries[i].decode(r); err != nil {
 			return nil, fmt.Errorf("%w: override %s: entry %d: %v", ErrBadRecording, name, i, err)
 		}
 	}

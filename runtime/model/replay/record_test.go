@@ -92,7 +92,7 @@ func TestRecorderRoundTrip(t *testing.T) {
 	if err := rec.WriteFiles(path); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(path)
+	p, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("Open(recording): %v", err)
 	}
@@ -159,7 +159,7 @@ func TestRecorderRetriedStepReplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := New(s)
+	p, _ := New(s, Options{})
 	if got, err := replyText(t, p, "x", 1, 1); err != nil || got != "attempt 2" {
 		t.Fatalf("replayed %q, %v; want the last attempt", got, err)
 	}
@@ -212,7 +212,7 @@ func TestRecorderCompactionReplays(t *testing.T) {
 	if c, ok := s.LookupCompaction(2, 1); !ok || c.Summary != "SUMMARY of <it> & more" {
 		t.Fatalf("compaction = %+v, %v; recording:\n%s", c, ok, out.Bytes())
 	}
-	p, err := New(s)
+	p, err := New(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,99 +52,78 @@ type Provider struct {
 
 var _ model.Provider = (*Provider)(nil)
 
-// Option adjusts what Open and New use.
-type Option func(*options)
-
-type options struct {
-	override      []Entry
-	hasOverride   bool
-	overrideGiven bool
-	children      []*Script
-	hasChildren   bool
-	noDiscovery   bool
+// Options says where Open and New find the child scripts and the
+// override. The zero value makes Open read both from files beside the
+// parent, and New use neither.
+type Options struct {
+	// Override, when non-nil, replaces the parent's script: entry N
+	// answers the parent session's Nth model call. Open then reads no
+	// override file.
+	Override []Entry
+	// Children, when non-nil, are the child scripts; Open then reads no
+	// child files. They are ordered by CreatedAt (ties keep the given
+	// order).
+	Children []*Script
+	// NoOverrideFile stops Open from reading OverrideFile beside the
+	// parent: without Override, the parent answers from its own script.
+	NoOverrideFile bool
+	// NoChildFiles stops Open from reading PREFIX.N.jsonl children.
+	NoChildFiles bool
 }
 
-// WithOverride replaces the parent's script with entries, instead of any
-// override file beside it. WithOverride(nil) means no override.
-func WithOverride(entries []Entry) Option {
-	return func(o *options) {
-		o.override, o.hasOverride, o.overrideGiven = entries, entries != nil, true
-	}
-}
-
-// WithChildren sets the child scripts, instead of the session.N.jsonl
-// files beside the parent. They are ordered by CreatedAt (ties keep the
-// given order).
-func WithChildren(children ...*Script) Option {
-	return func(o *options) { o.children, o.hasChildren = children, true }
-}
-
-// WithoutDiscovery stops Open from looking for child and override files.
-func WithoutDiscovery() Option {
-	return func(o *options) { o.noDiscovery = true }
-}
-
-// Open loads the session file at path and, unless options say otherwise,
+// Open loads the session file at path and, unless opts say otherwise,
 // its siblings: PREFIX.N.jsonl children (PREFIX being path without
 // .jsonl) and replay.override.json.
-func Open(path string, opts ...Option) (*Provider, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+func Open(path string, opts Options) (*Provider, error) {
 	parent, err := LoadScript(path)
 	if err != nil {
 		return nil, err
 	}
-	if !o.noDiscovery && !o.hasChildren {
+	if opts.Children == nil && !opts.NoChildFiles {
 		children, err := discoverChildren(path)
 		if err != nil {
 			return nil, err
 		}
-		o.children = children
+		opts.Children = children
 	}
-	if !o.noDiscovery && !o.overrideGiven {
+	if opts.Override == nil && !opts.NoOverrideFile {
 		entries, err := LoadOverride(filepath.Join(filepath.Dir(path), OverrideFile))
 		switch {
 		case err == nil:
-			o.override, o.hasOverride = entries, true
+			opts.Override = entries // never nil
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, err
 		}
 	}
-	return newProvider(parent, o)
+	return newProvider(parent, opts)
 }
 
-// New answers from parent and, as options say, children and an override.
+// New answers from parent and, as opts say, children and an override.
 // It looks for no files.
-func New(parent *Script, opts ...Option) (*Provider, error) {
+func New(parent *Script, opts Options) (*Provider, error) {
 	if parent == nil {
 		return nil, errors.New("replay: nil parent script")
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	for i, c := range o.children {
+	for i, c := range opts.Children {
 		if c == nil {
 			return nil, fmt.Errorf("replay: child script %d is nil", i)
 		}
 	}
-	return newProvider(parent, o)
+	return newProvider(parent, opts)
 }
 
-func newProvider(parent *Script, o options) (*Provider, error) {
-	for i := range o.override {
-		if err := o.override[i].validate(); err != nil {
+func newProvider(parent *Script, o Options) (*Provider, error) {
+	for i := range o.Override {
+		if err := o.Override[i].validate(); err != nil {
 			return nil, fmt.Errorf("%w: override entry %d: %v", ErrBadRecording, i, err)
 		}
 	}
-	children := slices.Clone(o.children)
+	children := slices.Clone(o.Children)
 	slices.SortStableFunc(children, func(a, b *Script) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) })
 	return &Provider{
 		scripts:     append([]*Script{parent}, children...),
-		override:    slices.Clone(o.override),
-		hasOverride: o.hasOverride,
+		override:    slices.Clone(o.Override),
+		hasOverride: o.Override != nil,
 		bound:       map[string]int{},
 	}, nil
 }

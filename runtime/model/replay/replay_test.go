@@ -99,7 +99,7 @@ func TestOpenOrdersChildrenByCreatedAt(t *testing.T) {
 		"rec.x.jsonl":   "not a session",
 		"other.1.jsonl": "not a session",
 	})
-	p, err := Open(filepath.Join(dir, "rec.jsonl"))
+	p, err := Open(filepath.Join(dir, "rec.jsonl"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,20 +124,20 @@ func TestOpenOptions(t *testing.T) {
 	})
 	path := filepath.Join(dir, "session.jsonl")
 
-	p, err := Open(path, WithoutDiscovery())
+	p, err := Open(path, Options{NoOverrideFile: true, NoChildFiles: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Scripts()) != 1 || p.hasOverride {
-		t.Fatal("WithoutDiscovery still discovered files")
+		t.Fatal("NoOverrideFile and NoChildFiles still discovered files")
 	}
 
-	p, err = Open(path, WithOverride(nil))
+	p, err = Open(path, Options{NoOverrideFile: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, err := replyText(t, p, "a", 1, 1); err != nil || got != "recorded" {
-		t.Fatalf("WithOverride(nil): %q, %v", got, err)
+		t.Fatalf("NoOverrideFile: %q, %v", got, err)
 	}
 	if got, err := replyText(t, p, "b", 1, 1); err != nil || got != "child" {
 		t.Fatalf("discovered child: %q, %v", got, err)
@@ -147,7 +147,7 @@ func TestOpenOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = Open(path, WithChildren(other), WithOverride([]Entry{{Kind: KindChunks, Chunks: textAnswer("overridden")}}))
+	p, err = Open(path, Options{Children: []*Script{other}, Override: []Entry{{Kind: KindChunks, Chunks: textAnswer("overridden")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +155,11 @@ func TestOpenOptions(t *testing.T) {
 		t.Fatalf("override ignores turn and step: %q, %v", got, err)
 	}
 	if got, err := replyText(t, p, "b", 1, 1); err != nil || got != "given child" {
-		t.Fatalf("WithChildren: %q, %v", got, err)
+		t.Fatalf("Children: %q, %v", got, err)
 	}
 
 	// The discovered override file replaces the parent's script.
-	p, err = Open(path)
+	p, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestThrowEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(parent, WithOverride(entries))
+	p, err := New(parent, Options{Override: entries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestUnfinishedRecordingIsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(s)
+	p, err := New(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestEmitErrorAndCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := New(s)
+	p, _ := New(s, Options{})
 	stop := errors.New("stop")
 	err = p.Generate(context.Background(), &model.Request{Meta: model.RequestMeta{Turn: 1, Step: 1}},
 		func(model.Chunk) error { return stop })
@@ -326,7 +326,7 @@ func TestReplayDoesNotShareChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := New(s)
+	p, _ := New(s, Options{})
 	req := &model.Request{Meta: model.RequestMeta{Turn: 1, Step: 1}}
 	_ = p.Generate(context.Background(), req, func(c model.Chunk) error {
 		if c.Block != nil {
@@ -353,7 +353,7 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 		children = append(children, c)
 	}
-	p, err := New(parent, WithChildren(children...))
+	p, err := New(parent, Options{Children: children})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,14 +394,28 @@ func TestNewRejectsInvalidOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range []Entry{{Kind: "nap"}, {Kind: KindThrow}, {Kind: KindHang, Message: "x"}} {
-		if _, err := New(parent, WithOverride([]Entry{e})); !errors.Is(err, ErrBadRecording) {
+		if _, err := New(parent, Options{Override: []Entry{e}}); !errors.Is(err, ErrBadRecording) {
 			t.Errorf("New with override %+v = %v, want ErrBadRecording", e, err)
 		}
 	}
-	if _, err := New(nil); err == nil {
+	if _, err := New(nil, Options{}); err == nil {
 		t.Error("New(nil) accepted")
 	}
-	if _, err := New(parent, WithChildren(nil)); err == nil {
+	if _, err := New(parent, Options{Children: []*Script{nil}}); err == nil {
 		t.Error("nil child accepted")
+	}
+}
+
+// Errors name the package once: an Entry decoded on its own says
+// "replay: ", and an override file's error does not repeat it.
+func TestOverrideErrorPrefix(t *testing.T) {
+	var e Entry
+	err := json.Unmarshal([]byte(`{"kind":"throw"}`), &e)
+	if err == nil || err.Error() != "replay: override entry: a throw entry needs a message" {
+		t.Errorf("Entry error = %v", err)
+	}
+	_, err = ReadOverride(strings.NewReader(`[{"kind":"throw"}]`), "o.json")
+	if err == nil || err.Error() != "replay: bad recording: override o.json: entry 0: a throw entry needs a message" {
+		t.Errorf("ReadOverride error = %v", err)
 	}
 }

@@ -15,7 +15,7 @@
 // lease row with a deadline the store's heartbeat renews). A second Open
 // fails with session.ErrLocked while the lease is live. A worker that dies
 // stops renewing; once its lease has expired, the next Open takes it and
-// repairs the turn the dead worker left open, as the JSONL store does
+// repairs the turn the dead worker left open, as the file store does
 // after a crash. Every write checks the lease in its transaction, so a
 // worker that lost its lease (paused past the deadline) cannot write
 // after the next holder: its Flush fails with ErrLeaseLost.

@@ -188,10 +188,11 @@ func (s *Store) heartbeat() {
 
 // Create stores a new session and returns it open, its lease taken.
 func (s *Store) Create(h session.Header, initial ...session.Event) (*session.Session, error) {
-	header, recs, err := session.Prepare(h, s.now, initial...)
+	p, err := session.Prepare(h, s.now, initial...)
 	if err != nil {
 		return nil, err
 	}
+	header, recs := p.Header, p.Records
 	var full session.Header
 	if err := json.Unmarshal(header, &full); err != nil {
 		return nil, fmt.Errorf("pgstore: create: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/internal/pgtest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/storetest"
 )
 
@@ -34,7 +35,7 @@ func TestStorageContract(t *testing.T) {
 // The same session written to both stores exports the same bytes.
 func TestExportMatchesJSONL(t *testing.T) {
 	pg := open(t, pgtest.DB(t), Options{Now: storetest.NewClock(1_700_000_000_000).Now})
-	fs := session.NewStore(t.TempDir(), session.WithClock(storetest.NewClock(1_700_000_000_000).Now))
+	fs := filestore.New(t.TempDir(), filestore.Options{Now: storetest.NewClock(1_700_000_000_000).Now})
 	for _, st := range []session.Storage{pg, fs} {
 		s, err := st.Create(session.Header{ID: "same", Cwd: "/w/ü \"q\""})
 		if err != nil {

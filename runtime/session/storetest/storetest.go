@@ -1,5 +1,6 @@
 // Package storetest is the contract every session.Storage meets: the
-// JSONL store and the PostgreSQL store run the same tests.
+// file store (runtime/session/filestore) and the PostgreSQL store run
+// the same tests.
 package storetest
 
 import (
@@ -48,7 +49,7 @@ func Turn(turn int, tool bool, emit func(session.Event) session.Event) {
 	emit(session.NewEvent(session.UserMessage{Content: session.TextContent(fmt.Sprintf("prompt %d <é>", turn)), Source: session.Source{Kind: session.SourceUser}}))
 	step := 1
 	if tool {
-		call := ToolCall(turn, step, emit)
+		call := toolCall(turn, step, emit)
 		emit(session.NewEvent(session.ToolResult{Turn: turn, Step: step, CallID: call.CallID, Content: session.TextContent("ok\n")}).WithSources(call.seq))
 		emit(session.NewEvent(session.StepEnd{Turn: turn, Step: step}))
 		step++
@@ -61,26 +62,26 @@ func Turn(turn int, tool bool, emit func(session.Event) session.Event) {
 	emit(session.NewEvent(session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}}))
 }
 
-// Call is a logged tool call.
-type Call struct {
+// loggedCall is a logged tool call.
+type loggedCall struct {
 	CallID string
 	seq    int64
 }
 
-// ToolCall opens a step whose answer calls the tool "bash", up to the
+// toolCall opens a step whose answer calls the tool "bash", up to the
 // tool/call event.
-func ToolCall(turn, step int, emit func(session.Event) session.Event) Call {
+func toolCall(turn, step int, emit func(session.Event) session.Event) loggedCall {
 	emit(session.NewEvent(session.StepStart{Turn: turn, Step: step}))
 	id := fmt.Sprintf("call_%d_%d", turn, step)
 	emit(session.NewEvent(session.AssistantMessage{Turn: turn, Step: step, Content: session.Parts{
 		{Type: model.BlockToolCall, ID: id, Name: "bash", Arguments: `{"command":"true"}`},
 	}}))
 	e := emit(session.NewEvent(session.ToolCall{Turn: turn, Step: step, CallID: id, Name: "bash", Arguments: `{"command":"true"}`}))
-	return Call{CallID: id, seq: e.Seq}
+	return loggedCall{CallID: id, seq: e.Seq}
 }
 
-// JSONL is the session file the events of s make: what Export writes.
-func JSONL(t testing.TB, h session.Header, evs []session.Event) []byte {
+// jsonl is the session file the events of s make: what Export writes.
+func jsonl(t testing.TB, h session.Header, evs []session.Event) []byte {
 	t.Helper()
 	b, err := h.MarshalJSON()
 	if err != nil {
@@ -169,7 +170,7 @@ func roundTrip(t *testing.T, newStore Factory) {
 	if !reflect.DeepEqual(s.Messages(), wantMsgs) {
 		t.Errorf("messages differ after reopening")
 	}
-	if got, want := export(t, st, "rt"), JSONL(t, h, wantEvents); !bytes.Equal(got, want) {
+	if got, want := export(t, st, "rt"), jsonl(t, h, wantEvents); !bytes.Equal(got, want) {
 		t.Errorf("export:\n%s\nwant\n%s", got, want)
 	}
 	// The session goes on where it stopped.
@@ -240,7 +241,7 @@ func repairOpenTurn(t *testing.T, newStore Factory) {
 	Turn(1, true, emit)
 	emit(session.NewEvent(session.TurnStart{Turn: 2, Trigger: &session.Trigger{Kind: session.TriggerMessage, Source: &session.Source{Kind: session.SourceUser}}}))
 	user := emit(session.NewEvent(session.UserMessage{Content: session.TextContent("long task"), Source: session.Source{Kind: session.SourceUser}}))
-	call := ToolCall(2, 1, emit)
+	call := toolCall(2, 1, emit)
 	kept := len(s.Events())
 	closeOK(t, s)
 
@@ -329,7 +330,7 @@ func seed(t *testing.T, newStore Factory) {
 		t.Fatal(err)
 	}
 	defer closeOK(t, child)
-	if got, want := JSONL(t, child.Header(), child.Events()), JSONL(t, child.Header(), evs); !bytes.Equal(got, want) {
+	if got, want := jsonl(t, child.Header(), child.Events()), jsonl(t, child.Header(), evs); !bytes.Equal(got, want) {
 		t.Errorf("seeded events read back differently")
 	}
 	if _, err := st.Create(session.Header{ID: "bad-seed", SeedLength: len(evs) + 1}, evs...); !errors.Is(err, session.ErrInvalidEvent) {

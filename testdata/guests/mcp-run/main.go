@@ -35,7 +35,7 @@ func describe() int32 {
 
 var (
 	in, params, args jsonobj.Obj
-	out              []byte
+	out, textBuf     []byte
 )
 
 //go:wasmexport call
@@ -63,8 +63,11 @@ func call() int32 {
 		who, _ := v.Text()
 		text = legacyConfig("greeting") + ", " + who
 	case "run_echo":
+		// Decoded into a buffer kept from call to call: one copy of the
+		// text for AppendQuote's string, not two.
 		v, _ := args.Lookup("text")
-		text, _ = v.Text()
+		textBuf, _ = v.AppendText(textBuf[:0])
+		text = string(textBuf)
 	default:
 		pdk.SetErrorString("unknown tool " + name)
 		return 1

@@ -1,4 +1,4 @@
-package session
+package filestore
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/crashtest"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 const (
@@ -20,16 +21,16 @@ const (
 // flushed at its end, then a turn that reaches a tool call, flushed (so
 // the open turn is on disk), and then one more event that is never
 // flushed. emit appends; flush flushes.
-func crashRun(emit func(Event) Event, flush func()) (call Event) {
+func crashRun(emit func(session.Event) session.Event, flush func()) (call session.Event) {
 	for turn := 1; turn <= crashTurns; turn++ {
 		script(turn, turn%2 == 0, emit)
 		flush()
 	}
-	emit(NewEvent(TurnStart{Turn: crashTurns + 1, Trigger: &Trigger{Kind: TriggerMessage, Source: &Source{Kind: SourceUser}}}))
-	emit(NewEvent(UserMessage{Content: TextContent("long task"), Source: Source{Kind: SourceUser}}))
+	emit(session.NewEvent(session.TurnStart{Turn: crashTurns + 1, Trigger: &session.Trigger{Kind: session.TriggerMessage, Source: &session.Source{Kind: session.SourceUser}}}))
+	emit(session.NewEvent(session.UserMessage{Content: session.TextContent("long task"), Source: session.Source{Kind: session.SourceUser}}))
 	call = scriptToolCall(crashTurns+1, 1, emit)
 	flush()
-	emit(NewEvent(UserMessage{Content: TextContent("never flushed"), Source: Source{Kind: SourcePlugin, Plugin: "x"}}))
+	emit(session.NewEvent(session.UserMessage{Content: session.TextContent("never flushed"), Source: session.Source{Kind: session.SourcePlugin, Plugin: "x"}}))
 	return call
 }
 
@@ -40,12 +41,12 @@ func TestCrashHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestCrashRecovery")
 	}
-	store := NewStore(dir, WithClock(newClock(1_700_000_000_000).now))
-	s, err := store.Create(Header{ID: crashID, Cwd: "/crash"})
+	store := New(dir, Options{Now: newClock(1_700_000_000_000).now})
+	s, err := store.Create(session.Header{ID: crashID, Cwd: "/crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crashRun(func(e Event) Event { return mustAppend(t, s, e) }, func() {
+	crashRun(func(e session.Event) session.Event { return mustAppend(t, s, e) }, func() {
 		if err := s.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -66,11 +67,11 @@ func TestCrashRecovery(t *testing.T) {
 	crashtest.KillWhenReady(t, "TestCrashHelper", crashDirEnv+"="+dir)
 
 	// What the helper wrote, rebuilt in memory the same way.
-	m := newMemLog(t, Header{ID: crashID, Cwd: "/crash"})
+	m := newMemLog(t, session.Header{ID: crashID, Cwd: "/crash"})
 	var flushed int
 	call := crashRun(m.emit, func() { flushed = len(m.st.events) })
 
-	store := NewStore(dir, WithClock(newClock(1_800_000_000_000).now))
+	store := New(dir, Options{Now: newClock(1_800_000_000_000).now})
 	s, err := store.Open(crashID)
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +91,20 @@ func TestCrashRecovery(t *testing.T) {
 	// Every completed turn ended completed; the open one interrupted.
 	var ends []string
 	for _, e := range events {
-		if e.Type == TypeTurnEnd {
-			te, _ := As[TurnEnd](e)
+		if e.Type == session.TypeTurnEnd {
+			te, _ := session.As[session.TurnEnd](e)
 			ends = append(ends, te.Reason.Kind)
 		}
 	}
-	want := append(slices.Repeat([]string{EndCompleted}, crashTurns), EndInterrupted)
+	want := append(slices.Repeat([]string{session.EndCompleted}, crashTurns), session.EndInterrupted)
 	if !slices.Equal(ends, want) {
 		t.Errorf("turn ends %v, want %v", ends, want)
 	}
 	rec := s.Recovery()
-	if got := eventTypes(rec.Closed); !slices.Equal(got, []string{TypeToolResult, TypeStepEnd, TypeTurnEnd}) {
+	if got := eventTypes(rec.Closed); !slices.Equal(got, []string{session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd}) {
 		t.Fatalf("closing events %v", got)
 	}
-	res, _ := As[ToolResult](rec.Closed[0])
+	res, _ := session.As[session.ToolResult](rec.Closed[0])
 	if res.CallID != callID(crashTurns+1, 1) || !res.IsError || rec.Closed[0].SourceEventSeqs[0] != call.Seq {
 		t.Errorf("closing tool result %+v", res)
 	}
@@ -113,7 +114,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	// The repairs are on disk: reading the file again finds nothing to do.
-	log, err := ReadFile(s.Path())
+	log, err := session.ReadFile(s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,8 @@
-package session
+package filestore
 
 import (
 	"bufio"
 	"cmp"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 const (
@@ -35,29 +36,26 @@ type Store struct {
 	now  func() time.Time
 
 	mu   sync.Mutex
-	open map[string]bool // paths of the sessions open through this store
+	open map[string]*file // the sessions open through this store, by path; nil while one is being opened
 }
 
-// Option configures a Store.
-type Option func(*Store)
+var _ session.Storage = (*Store)(nil)
 
-// WithClock makes the store stamp headers and events with now instead of
-// the system clock.
-func WithClock(now func() time.Time) Option {
-	return func(s *Store) { s.now = now }
+// Options configure a Store. The zero Options are the defaults.
+type Options struct {
+	// Now stamps headers and events; nil means the system clock.
+	Now func() time.Time
 }
 
-// NewStore returns a store over root. The directory is created on the
-// first Create.
-func NewStore(root string, opts ...Option) *Store {
-	s := &Store{root: root, now: time.Now, open: map[string]bool{}}
-	for _, o := range opts {
-		o(s)
+// New returns a store over root. The directory is created on the first
+// Create.
+func New(root string, opts Options) *Store {
+	s := &Store{root: root, now: opts.Now, open: map[string]*file{}}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	return s
 }
-
-func (s *Store) nowMilli() int64 { return s.now().UnixMilli() }
 
 // dirName is the directory of the sessions with working directory cwd.
 func dirName(cwd string) string {
@@ -69,11 +67,12 @@ func dirName(cwd string) string {
 }
 
 // path is where the session with header h lives.
-func (s *Store) path(h Header) string {
+func (s *Store) path(h session.Header) string {
 	return filepath.Join(s.root, dirName(h.Cwd), h.ID+fileExt)
 }
 
-// checkID rejects ids that cannot be a file name in the layout.
+// checkID rejects ids that cannot be a file name in the layout (the
+// session package holds every store to the same rule).
 func checkID(id string) error {
 	switch {
 	case id == "", id == ".", id == "..":
@@ -82,27 +81,25 @@ func checkID(id string) error {
 	default:
 		return nil
 	}
-	return fmt.Errorf("%w: %q", ErrInvalidID, id)
-}
-
-// newID returns a random UUID (version 4), the reference's id format.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return fmt.Errorf("%w: %q", session.ErrInvalidID, id)
 }
 
 // claim marks path open through this store.
 func (s *Store) claim(path string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open[path] {
-		return fmt.Errorf("session: %s: %w", path, ErrLocked)
+	if _, ok := s.open[path]; ok {
+		return fmt.Errorf("session: %s: %w", path, session.ErrLocked)
 	}
-	s.open[path] = true
+	s.open[path] = nil
 	return nil
+}
+
+// opened records the file of a session open through this store.
+func (s *Store) opened(path string, f *file) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open[path] = f
 }
 
 func (s *Store) release(path string) {
@@ -115,19 +112,24 @@ func (s *Store) release(path string) {
 // appending. Version must be 0. An empty ID gets a random UUID, and a zero
 // CreatedAt the current time.
 //
-// initial are events written with the header, keeping their Seq and Time:
-// a fork's seed, copied from its parent (see ClosedPrefix), or the events
-// of a session being copied. SeedLength, which a fork sets to the length
-// of its seed, may not exceed their number, and neither the seed nor all
-// of initial may end inside a turn.
+// initial are events written with the header, keeping their Seq and
+// Time: a fork's seed, copied from its parent (see session.ClosedPrefix),
+// or the events of a session being copied. SeedLength, which a fork sets
+// to the length of its seed, may not exceed their number, and neither the
+// seed nor all of initial may end inside a turn.
 //
 // The header and initial events are on disk (fsynced, directory entry
-// included) when Create returns. It fails with ErrExists if the id is
-// taken.
-func (s *Store) Create(h Header, initial ...Event) (*Session, error) {
-	h, buf, st, err := prepare(h, s.nowMilli, initial)
+// included) when Create returns. It fails with session.ErrExists if the
+// id is taken.
+func (s *Store) Create(h session.Header, initial ...session.Event) (*session.Session, error) {
+	p, err := session.Prepare(h, s.now, initial...)
 	if err != nil {
 		return nil, err
+	}
+	h = p.Log.Header // completed: the id and time Prepare chose
+	buf := append(append([]byte(nil), p.Header...), '\n')
+	for _, r := range p.Records {
+		buf = append(append(buf, r.JSON...), '\n')
 	}
 
 	path := s.path(h)
@@ -136,17 +138,17 @@ func (s *Store) Create(h Header, initial ...Event) (*Session, error) {
 		return nil, fmt.Errorf("session: create %s: %w", h.ID, err)
 	}
 	if err := s.claim(path); err != nil { // open through this store: it exists
-		return nil, fmt.Errorf("session: create %s: %w", h.ID, ErrExists)
+		return nil, fmt.Errorf("session: create %s: %w", h.ID, session.ErrExists)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		s.release(path)
 		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("session: create %s: %w", h.ID, ErrExists)
+			return nil, fmt.Errorf("session: create %s: %w", h.ID, session.ErrExists)
 		}
 		return nil, fmt.Errorf("session: create %s: %w", h.ID, err)
 	}
-	fail := func(err error) (*Session, error) {
+	fail := func(err error) (*session.Session, error) {
 		f.Close()
 		os.Remove(path)
 		s.release(path)
@@ -167,20 +169,27 @@ func (s *Store) Create(h Header, initial ...Event) (*Session, error) {
 	if err := syncDir(s.root); err != nil {
 		return fail(err)
 	}
-	return newSession(s, path, f, st, int64(len(buf)), Recovery{}), nil
+	b := &file{f: f, size: int64(len(buf))}
+	sess, err := session.Resume(path, p.Log, b, s.now, func() { s.release(path) })
+	if err != nil {
+		return fail(err)
+	}
+	s.opened(path, b)
+	return sess, nil
 }
 
 // Open opens the session with the given id for appending, repairing what
-// a crash left (see Recovery, and Session.Recovery for what was done): a
-// torn last line is cut off the file, and a turn left open is closed
-// with an error result for each unanswered tool call, step/end for an
-// open step and turn/end kind interrupted. Repairs are on disk when Open
-// returns.
+// a crash left (see session.Recovery, and Session.Recovery for what was
+// done): a torn last line is cut off the file, and a turn left open is
+// closed with an error result for each unanswered tool call, step/end
+// for an open step and turn/end kind interrupted. Repairs are on disk
+// when Open returns.
 //
-// It fails with ErrNotFound when no file has the id, ErrLocked when the
-// session is open elsewhere, and ErrCorrupt (a *CorruptError naming the
-// line) when the file cannot be read.
-func (s *Store) Open(id string) (*Session, error) {
+// It fails with session.ErrNotFound when no file has the id,
+// session.ErrLocked when the session is open elsewhere, and
+// session.ErrCorrupt (a *session.CorruptError naming the line) when the
+// file cannot be read.
+func (s *Store) Open(id string) (*session.Session, error) {
 	path, err := s.find(id)
 	if err != nil {
 		return nil, err
@@ -196,12 +205,12 @@ func (s *Store) Open(id string) (*Session, error) {
 	return sess, nil
 }
 
-func (s *Store) open1(id, path string) (*Session, error) {
+func (s *Store) open1(id, path string) (*session.Session, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}
-	fail := func(err error) (*Session, error) {
+	fail := func(err error) (*session.Session, error) {
 		f.Close()
 		return nil, err
 	}
@@ -212,13 +221,14 @@ func (s *Store) open1(id, path string) (*Session, error) {
 	if err != nil {
 		return fail(fmt.Errorf("session: open %s: %w", id, err))
 	}
-	st, rec, sound, err := parse(data, path, s.nowMilli)
+	l, err := session.Decode(path, data)
 	if err != nil {
 		return fail(err)
 	}
-	if st.header.ID != id {
-		return fail(&CorruptError{Path: path, Line: 1, Err: fmt.Errorf("header id %q does not match the file name", st.header.ID)})
+	if l.Header.ID != id {
+		return fail(&session.CorruptError{Path: path, Line: 1, Err: fmt.Errorf("header id %q does not match the file name", l.Header.ID)})
 	}
+	sound := int64(len(data)) - l.Recovery.TornBytes
 	if sound < int64(len(data)) {
 		if err := f.Truncate(sound); err != nil {
 			return fail(fmt.Errorf("session: open %s: cut torn line: %w", id, err))
@@ -227,20 +237,20 @@ func (s *Store) open1(id, path string) (*Session, error) {
 			return fail(fmt.Errorf("session: open %s: cut torn line: %w", id, err))
 		}
 	}
-	sess := newSession(s, path, f, st, sound, rec)
-	if rec.AddedNewline {
-		sess.pending = append(sess.pending, '\n')
+	b := &file{f: f, size: sound}
+	if l.Recovery.AddedNewline {
+		b.lead = []byte{'\n'} // written with the repairs, or alone below
 	}
-	for _, e := range rec.Closed {
-		line, err := encodeLine(&e)
-		if err != nil {
-			return fail(fmt.Errorf("session: open %s: %w", id, err))
-		}
-		sess.pending = append(sess.pending, line...)
-	}
-	if err := sess.Flush(); err != nil {
+	sess, err := session.Resume(path, l, b, s.now, func() { s.release(path) })
+	if err != nil {
 		return fail(fmt.Errorf("session: open %s: write repairs: %w", id, err))
 	}
+	if len(b.lead) > 0 {
+		if err := b.Append(nil); err != nil {
+			return fail(fmt.Errorf("session: open %s: write repairs: %w", id, flushError(id, err)))
+		}
+	}
+	s.opened(path, b)
 	return sess, nil
 }
 
@@ -262,12 +272,12 @@ func (s *Store) find(id string) (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("session: open %s: %w", id, ErrNotFound)
+		return "", fmt.Errorf("session: open %s: %w", id, session.ErrNotFound)
 	case 1:
 		return found[0], nil
 	}
 	return "", fmt.Errorf("session: open %s: %w: %d files have this id: %s",
-		id, ErrCorrupt, len(found), strings.Join(found, ", "))
+		id, session.ErrCorrupt, len(found), strings.Join(found, ", "))
 }
 
 // dirs lists the session directories of the layout under the root.
@@ -292,12 +302,12 @@ func (s *Store) dirs() ([]string, error) {
 // It reads only the first line of each file. Headers it cannot read are
 // left out and reported together in the error, so the result is useful
 // even when err is not nil.
-func (s *Store) List() ([]Header, error) {
+func (s *Store) List() ([]session.Header, error) {
 	dirs, err := s.dirs()
 	if err != nil {
 		return nil, err
 	}
-	var headers []Header
+	var headers []session.Header
 	var errs []error
 	for _, d := range dirs {
 		entries, err := os.ReadDir(d)
@@ -317,7 +327,7 @@ func (s *Store) List() ([]Header, error) {
 			headers = append(headers, h)
 		}
 	}
-	slices.SortFunc(headers, func(a, b Header) int {
+	slices.SortFunc(headers, func(a, b session.Header) int {
 		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	return headers, errors.Join(errs...)
@@ -326,22 +336,22 @@ func (s *Store) List() ([]Header, error) {
 // maxHeaderLine bounds the first line List reads.
 const maxHeaderLine = 1 << 20
 
-func readHeader(path string) (Header, error) {
+func readHeader(path string) (session.Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Header{}, fmt.Errorf("session: list: %w", err)
+		return session.Header{}, fmt.Errorf("session: list: %w", err)
 	}
 	defer f.Close()
 	line, err := bufio.NewReader(io.LimitReader(f, maxHeaderLine)).ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return Header{}, fmt.Errorf("session: list: %s: %w", path, err)
+		return session.Header{}, fmt.Errorf("session: list: %s: %w", path, err)
 	}
-	var h Header
+	var h session.Header
 	if err := json.Unmarshal(line, &h); err != nil {
-		return Header{}, &CorruptError{Path: path, Line: 1, Err: err}
+		return session.Header{}, &session.CorruptError{Path: path, Line: 1, Err: err}
 	}
-	if h.Version != FormatVersion {
-		return Header{}, fmt.Errorf("session: %s: %w: %d", path, ErrUnsupportedVersion, h.Version)
+	if h.Version != session.FormatVersion {
+		return session.Header{}, fmt.Errorf("session: %s: %w: %d", path, session.ErrUnsupportedVersion, h.Version)
 	}
 	return h, nil
 }
@@ -364,4 +374,30 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Export writes the session file of id to w as it is on disk.
+func (s *Store) Export(id string, w io.Writer) error {
+	path, err := s.find(id)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("session: export %s: %w", id, err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return fmt.Errorf("session: export %s: %w", id, err)
+	}
+	return nil
+}
+
+// Header reads the header of session id without opening it.
+func (s *Store) Header(id string) (session.Header, error) {
+	path, err := s.find(id)
+	if err != nil {
+		return session.Header{}, err
+	}
+	return readHeader(path)
 }

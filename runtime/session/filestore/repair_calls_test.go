@@ -1,10 +1,11 @@
-package session
+package filestore
 
 import (
 	"os"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 // A turn cut after its assistant message (with tool calls) but before the
@@ -12,18 +13,18 @@ import (
 // end with an assistant tool call that has no tool message.
 func TestRepairAnswersCallsWithoutToolCallEvents(t *testing.T) {
 	store, _ := newTestStore(t)
-	s, err := store.Create(Header{Cwd: "/w"})
+	s, err := store.Create(session.Header{Cwd: "/w"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := s.Header().ID
-	mustAppend(t, s, NewEvent(TurnStart{Turn: 1, Trigger: &Trigger{Kind: TriggerMessage, Source: &Source{Kind: SourceUser}}}))
-	mustAppend(t, s, NewEvent(UserMessage{Content: TextContent("hi"), Source: Source{Kind: SourceUser}}))
-	mustAppend(t, s, NewEvent(StepStart{Turn: 1, Step: 1}))
-	mustAppend(t, s, NewEvent(AssistantMessage{Turn: 1, Step: 1, Content: []model.Part{
+	mustAppend(t, s, session.NewEvent(session.TurnStart{Turn: 1, Trigger: &session.Trigger{Kind: session.TriggerMessage, Source: &session.Source{Kind: session.SourceUser}}}))
+	mustAppend(t, s, session.NewEvent(session.UserMessage{Content: session.TextContent("hi"), Source: session.Source{Kind: session.SourceUser}}))
+	mustAppend(t, s, session.NewEvent(session.StepStart{Turn: 1, Step: 1}))
+	mustAppend(t, s, session.NewEvent(session.AssistantMessage{Turn: 1, Step: 1, Content: []model.Part{
 		{Type: model.BlockToolCall, ID: "c1", Name: "bash", Arguments: "{}"},
 		{Type: model.BlockToolCall, ID: "c2", Name: "bash", Arguments: "{}"}}}))
-	mustAppend(t, s, NewEvent(ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "bash", Arguments: "{}"}))
+	mustAppend(t, s, session.NewEvent(session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "bash", Arguments: "{}"}))
 	// flush, then a torn line: the crash came while writing c1's result
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package session
+package filestore
 
 import (
 	"crypto/sha256"
@@ -14,11 +14,12 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 func TestCreateAppendFlushReopen(t *testing.T) {
 	store, root := newTestStore(t)
-	s, err := store.Create(Header{Cwd: "/home/u/project"})
+	s, err := store.Create(session.Header{Cwd: "/home/u/project"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestCreateAppendFlushReopen(t *testing.T) {
 		t.Fatalf("file after Create:\n%s", data)
 	}
 
-	emit := func(e Event) Event { return mustAppend(t, s, e) }
+	emit := func(e session.Event) session.Event { return mustAppend(t, s, e) }
 	script(1, true, emit)
 	// Appends stay in memory until Flush.
 	if data, _ := os.ReadFile(s.Path()); string(data) != headerLine {
@@ -62,7 +63,7 @@ func TestCreateAppendFlushReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := s.Append(NewEvent(TurnStart{Turn: 2})); !errors.Is(err, ErrClosed) {
+	if _, err := s.Append(session.NewEvent(session.TurnStart{Turn: 2})); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("Append after Close: %v", err)
 	}
 
@@ -99,7 +100,7 @@ func TestCreateAppendFlushReopen(t *testing.T) {
 		t.Errorf("roles %q", roles)
 	}
 	// Seqs continue from the loaded log.
-	if e := mustAppend(t, s, NewEvent(TurnStart{Turn: 2})); e.Seq != int64(len(events)) {
+	if e := mustAppend(t, s, session.NewEvent(session.TurnStart{Turn: 2})); e.Seq != int64(len(events)) {
 		t.Errorf("next seq %d, want %d", e.Seq, len(events))
 	}
 }
@@ -112,44 +113,44 @@ func equalMessages(a, b []model.Message) bool {
 
 func TestStoreErrors(t *testing.T) {
 	store, root := newTestStore(t)
-	s, err := store.Create(Header{ID: "abc"})
+	s, err := store.Create(session.Header{ID: "abc"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := filepath.Join(root, "_no-cwd", "abc.jsonl"); s.Path() != want {
 		t.Errorf("path %s, want %s", s.Path(), want)
 	}
-	if _, err := store.Create(Header{ID: "abc"}); !errors.Is(err, ErrExists) {
+	if _, err := store.Create(session.Header{ID: "abc"}); !errors.Is(err, session.ErrExists) {
 		t.Errorf("Create of an open id: %v", err)
 	}
-	if _, err := store.Open("abc"); !errors.Is(err, ErrLocked) {
+	if _, err := store.Open("abc"); !errors.Is(err, session.ErrLocked) {
 		t.Errorf("Open of an open session: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Create(Header{ID: "abc"}); !errors.Is(err, ErrExists) {
+	if _, err := store.Create(session.Header{ID: "abc"}); !errors.Is(err, session.ErrExists) {
 		t.Errorf("Create of an existing id: %v", err)
 	}
-	if _, err := store.Open("nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := store.Open("nope"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Open of a missing id: %v", err)
 	}
-	if _, err := NewStore(filepath.Join(root, "missing")).Open("abc"); !errors.Is(err, ErrNotFound) {
+	if _, err := New(filepath.Join(root, "missing"), Options{}).Open("abc"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Open under a missing root: %v", err)
 	}
 	for _, id := range []string{"../x", "a/b", `a\b`, "..", "."} {
-		if _, err := store.Create(Header{ID: id}); !errors.Is(err, ErrInvalidID) {
+		if _, err := store.Create(session.Header{ID: id}); !errors.Is(err, session.ErrInvalidID) {
 			t.Errorf("Create(%q): %v", id, err)
 		}
-		if _, err := store.Open(id); !errors.Is(err, ErrInvalidID) {
+		if _, err := store.Open(id); !errors.Is(err, session.ErrInvalidID) {
 			t.Errorf("Open(%q): %v", id, err)
 		}
 	}
-	if _, err := store.Create(Header{Version: 1}); !errors.Is(err, ErrUnsupportedVersion) {
+	if _, err := store.Create(session.Header{Version: 1}); !errors.Is(err, session.ErrUnsupportedVersion) {
 		t.Errorf("Create version 1: %v", err)
 	}
 	// A file under the wrong name is refused, not silently adopted.
-	s2, err := store.Create(Header{ID: "real"})
+	s2, err := store.Create(session.Header{ID: "real"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,31 +158,31 @@ func TestStoreErrors(t *testing.T) {
 	if err := os.Rename(s2.Path(), filepath.Join(filepath.Dir(s2.Path()), "alias.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Open("alias"); !errors.Is(err, ErrCorrupt) {
+	if _, err := store.Open("alias"); !errors.Is(err, session.ErrCorrupt) {
 		t.Errorf("Open of a misnamed file: %v", err)
 	}
 }
 
 func TestLockAcrossStores(t *testing.T) {
 	store, root := newTestStore(t)
-	s, err := store.Create(Header{ID: "x"})
+	s, err := store.Create(session.Header{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	other, err := NewStore(root).Open("x")
+	other, err := New(root, Options{}).Open("x")
 	if err == nil {
 		other.Close()
 		t.Skip("no file locking on this platform")
 	}
-	if !errors.Is(err, ErrLocked) {
+	if !errors.Is(err, session.ErrLocked) {
 		t.Fatalf("second writer: %v", err)
 	}
 }
 
 func TestList(t *testing.T) {
 	store, root := newTestStore(t)
-	for _, h := range []Header{{ID: "b", Cwd: "/p", CreatedAt: 20}, {ID: "a", CreatedAt: 10}, {ID: "c", Cwd: "/q", CreatedAt: 20, ParentSession: "a"}} {
+	for _, h := range []session.Header{{ID: "b", Cwd: "/p", CreatedAt: 20}, {ID: "a", CreatedAt: 10}, {ID: "c", Cwd: "/q", CreatedAt: 20, ParentSession: "a"}} {
 		s, err := store.Create(h)
 		if err != nil {
 			t.Fatal(err)
@@ -197,7 +198,7 @@ func TestList(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "other", "z.jsonl"), []byte("x"), 0o600)
 
 	headers, err := store.List()
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "bad.jsonl") {
+	if !errors.Is(err, session.ErrCorrupt) || !strings.Contains(err.Error(), "bad.jsonl") {
 		t.Errorf("List error %v, want one naming bad.jsonl", err)
 	}
 	var ids []string
@@ -210,47 +211,47 @@ func TestList(t *testing.T) {
 	if headers[2].ParentSession != "a" || headers[1].Cwd != "/p" {
 		t.Errorf("headers %+v", headers)
 	}
-	if hs, err := NewStore(filepath.Join(root, "none")).List(); err != nil || len(hs) != 0 {
+	if hs, err := New(filepath.Join(root, "none"), Options{}).List(); err != nil || len(hs) != 0 {
 		t.Errorf("List of a missing root: %v, %v", hs, err)
 	}
 }
 
 func TestAppendRejectsInvalidEvents(t *testing.T) {
 	store, _ := newTestStore(t)
-	s, err := store.Create(Header{ID: "v"})
+	s, err := store.Create(session.Header{ID: "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	user := mustAppend(t, s, NewEvent(UserMessage{Content: TextContent("hi"), Source: Source{Kind: SourceUser}}))
+	user := mustAppend(t, s, session.NewEvent(session.UserMessage{Content: session.TextContent("hi"), Source: session.Source{Kind: session.SourceUser}}))
 
-	offSurface := NewEvent(UserMessage{Content: TextContent("x")})
-	offSurface.SurfaceOp = &SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{Start: 99, End: 99}}
-	backwards := NewEvent(UserMessage{Content: TextContent("x")})
-	backwards.SurfaceOp = &SurfaceOp{Op: SurfaceReplace, Range: &SurfaceRange{Start: user.Seq, End: user.Seq}}
+	offSurface := session.NewEvent(session.UserMessage{Content: session.TextContent("x")})
+	offSurface.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, Range: &session.SurfaceRange{Start: 99, End: 99}}
+	backwards := session.NewEvent(session.UserMessage{Content: session.TextContent("x")})
+	backwards.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, Range: &session.SurfaceRange{Start: user.Seq, End: user.Seq}}
 	backwards.SourceEventSeqs = []int64{5}
-	boundary := NewEvent(StepStart{Turn: 1, Step: 1})
-	boundary.SurfaceOp = &SurfaceOp{Op: SurfaceAppend}
+	boundary := session.NewEvent(session.StepStart{Turn: 1, Step: 1})
+	boundary.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceAppend}
 
-	for name, e := range map[string]Event{
+	for name, e := range map[string]session.Event{
 		"no type":             {Data: []byte(`{}`)},
 		"no data":             {Type: "x"},
 		"invalid data":        {Type: "x", Data: []byte(`{"a":`)},
 		"header type":         {Type: "session", Data: []byte(`{}`)},
-		"wrong data shape":    {Type: TypeToolCall, Data: []byte(`{"callId":5}`)},
-		"data not an object":  {Type: TypeTurnStart, Data: []byte(`null`)},
-		"tool call no id":     NewEvent(ToolCall{Name: "bash"}),
-		"tool result no id":   NewEvent(ToolResult{}),
-		"turn end no kind":    NewEvent(TurnEnd{Turn: 1}),
-		"unencodable meta":    NewEvent(ToolResult{CallID: "c", Meta: json.RawMessage(`{bad`)}),
-		"unknown chunk":       NewEvent(AssistantChunk{Chunk: model.Chunk{Type: "sparkle"}}),
-		"bad chunk data":      {Type: TypeAssistantChunk, Data: []byte(`{"chunk":{"type":"sparkle"}}`)},
-		"bad compact data":    {Type: TypeCompactSummary, Data: []byte(`{"shadowedSeqs":"x"}`)},
+		"wrong data shape":    {Type: session.TypeToolCall, Data: []byte(`{"callId":5}`)},
+		"data not an object":  {Type: session.TypeTurnStart, Data: []byte(`null`)},
+		"tool call no id":     session.NewEvent(session.ToolCall{Name: "bash"}),
+		"tool result no id":   session.NewEvent(session.ToolResult{}),
+		"turn end no kind":    session.NewEvent(session.TurnEnd{Turn: 1}),
+		"unencodable meta":    session.NewEvent(session.ToolResult{CallID: "c", Meta: json.RawMessage(`{bad`)}),
+		"unknown chunk":       session.NewEvent(session.AssistantChunk{Chunk: model.Chunk{Type: "sparkle"}}),
+		"bad chunk data":      {Type: session.TypeAssistantChunk, Data: []byte(`{"chunk":{"type":"sparkle"}}`)},
+		"bad compact data":    {Type: session.TypeCompactSummary, Data: []byte(`{"shadowedSeqs":"x"}`)},
 		"replace off surface": offSurface,
 		"future source":       backwards,
 		"boundary on surface": boundary,
 	} {
-		if _, err := s.Append(e); !errors.Is(err, ErrInvalidEvent) {
+		if _, err := s.Append(e); !errors.Is(err, session.ErrInvalidEvent) {
 			t.Errorf("%s: err = %v, want ErrInvalidEvent", name, err)
 		}
 	}
@@ -258,11 +259,11 @@ func TestAppendRejectsInvalidEvents(t *testing.T) {
 	if n := len(s.Events()); n != 1 {
 		t.Errorf("%d events after refusals, want 1", n)
 	}
-	if e := mustAppend(t, s, NewEvent(TurnStart{Turn: 1})); e.Seq != 1 {
+	if e := mustAppend(t, s, session.NewEvent(session.TurnStart{Turn: 1})); e.Seq != 1 {
 		t.Errorf("seq %d after refusals, want 1", e.Seq)
 	}
 	// Pretty-printed data is compacted onto one line.
-	e := mustAppend(t, s, Event{Type: "todo/write", Data: []byte("{\n  \"todos\": []\n}")})
+	e := mustAppend(t, s, session.Event{Type: "todo/write", Data: []byte("{\n  \"todos\": []\n}")})
 	if string(e.Data) != `{"todos":[]}` {
 		t.Errorf("data %s", e.Data)
 	}
@@ -270,11 +271,11 @@ func TestAppendRejectsInvalidEvents(t *testing.T) {
 
 func TestCompact(t *testing.T) {
 	store, _ := newTestStore(t)
-	s, err := store.Create(Header{ID: "c"})
+	s, err := store.Create(session.Header{ID: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	emit := func(e Event) Event { return mustAppend(t, s, e) }
+	emit := func(e session.Event) session.Event { return mustAppend(t, s, e) }
 	script(1, true, emit)
 	script(2, false, emit)
 	surface := s.Surface()
@@ -283,21 +284,21 @@ func TestCompact(t *testing.T) {
 	}
 	// Keep the last turn: replace the first four.
 	start, end := surface[0].Seq, surface[3].Seq
-	if _, err := s.Compact(Compaction{Turn: 3, Summary: "did things", Start: end, End: start}); !errors.Is(err, ErrInvalidEvent) {
+	if _, err := s.Compact(session.Compaction{Turn: 3, Summary: "did things", Start: end, End: start}); !errors.Is(err, session.ErrInvalidEvent) {
 		t.Fatalf("backwards range: %v", err)
 	}
 	n := len(s.Events())
-	evs, err := s.Compact(Compaction{ID: "k1", Turn: 3, Summary: "did things", Start: start, End: end})
+	evs, err := s.Compact(session.Compaction{ID: "k1", Turn: 3, Summary: "did things", Start: start, End: end})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := eventTypes(evs); !slices.Equal(got, []string{TypeCompactStart, TypeCompactSummary, TypeUserMessage, TypeCompactEnd}) {
+	if got := eventTypes(evs); !slices.Equal(got, []string{session.TypeCompactStart, session.TypeCompactSummary, session.TypeUserMessage, session.TypeCompactEnd}) {
 		t.Fatalf("compaction events %v", got)
 	}
 	if evs[0].Seq != int64(n) {
 		t.Errorf("compaction starts at seq %d, want %d", evs[0].Seq, n)
 	}
-	sum, err := As[CompactSummary](evs[1])
+	sum, err := session.As[session.CompactSummary](evs[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,13 +307,13 @@ func TestCompact(t *testing.T) {
 		t.Errorf("summary %+v", sum)
 	}
 	repl := evs[2]
-	if repl.SurfaceOp == nil || repl.SurfaceOp.Op != SurfaceReplace || *repl.SurfaceOp.Range != (SurfaceRange{start, end}) {
+	if repl.SurfaceOp == nil || repl.SurfaceOp.Op != session.SurfaceReplace || *repl.SurfaceOp.Range != (session.SurfaceRange{Start: start, End: end}) {
 		t.Errorf("surface op %+v", repl.SurfaceOp)
 	}
 	if want := append([]int64{evs[0].Seq, evs[1].Seq}, wantShadowed...); !slices.Equal(repl.SourceEventSeqs, want) {
 		t.Errorf("sources %v, want %v", repl.SourceEventSeqs, want)
 	}
-	if end, _ := As[CompactEnd](evs[3]); end.ID != "k1" || end.Turn != 3 {
+	if end, _ := session.As[session.CompactEnd](evs[3]); end.ID != "k1" || end.Turn != 3 {
 		t.Errorf("compact end %+v", end)
 	}
 
@@ -325,7 +326,7 @@ func TestCompact(t *testing.T) {
 		}
 	}
 	check(s.Messages())
-	if got := eventTypes(s.Surface()); !slices.Equal(got, []string{TypeUserMessage, TypeUserMessage, TypeAssistantMessage}) {
+	if got := eventTypes(s.Surface()); !slices.Equal(got, []string{session.TypeUserMessage, session.TypeUserMessage, session.TypeAssistantMessage}) {
 		t.Errorf("surface after compaction %v", got)
 	}
 	if err := s.Close(); err != nil {
@@ -337,7 +338,7 @@ func TestCompact(t *testing.T) {
 	}
 	defer s.Close()
 	check(s.Messages())
-	msgs, err := Messages(s.Events())
+	msgs, err := session.Messages(s.Events())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,50 +347,50 @@ func TestCompact(t *testing.T) {
 
 func TestForkSeed(t *testing.T) {
 	store, _ := newTestStore(t)
-	parent, err := store.Create(Header{ID: "p", Cwd: "/srv/w"})
+	parent, err := store.Create(session.Header{ID: "p", Cwd: "/srv/w"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer parent.Close()
-	emit := func(e Event) Event { return mustAppend(t, parent, e) }
+	emit := func(e session.Event) session.Event { return mustAppend(t, parent, e) }
 	script(1, false, emit)
 	// The fork happens during turn 2, from a tool call.
-	emit(NewEvent(TurnStart{Turn: 2}))
-	emit(NewEvent(UserMessage{Content: TextContent("fork it"), Source: Source{Kind: SourceUser}}))
+	emit(session.NewEvent(session.TurnStart{Turn: 2}))
+	emit(session.NewEvent(session.UserMessage{Content: session.TextContent("fork it"), Source: session.Source{Kind: session.SourceUser}}))
 	scriptToolCall(2, 1, emit)
 
 	all := parent.Events()
-	if _, err := store.Create(Header{ID: "bad", ParentSession: "p", SeedLength: len(all)}, all...); !errors.Is(err, ErrInvalidEvent) {
+	if _, err := store.Create(session.Header{ID: "bad", ParentSession: "p", SeedLength: len(all)}, all...); !errors.Is(err, session.ErrInvalidEvent) {
 		t.Fatalf("seed ending inside a turn: %v", err)
 	}
-	if _, err := store.Create(Header{ID: "bad", SeedLength: 3}, all[:2]...); !errors.Is(err, ErrInvalidEvent) {
+	if _, err := store.Create(session.Header{ID: "bad", SeedLength: 3}, all[:2]...); !errors.Is(err, session.ErrInvalidEvent) {
 		t.Fatalf("seedLength beyond the events: %v", err)
 	}
-	seed := ClosedPrefix(all)
-	if n := len(seed); n == 0 || seed[n-1].Type != TypeTurnEnd {
+	seed := session.ClosedPrefix(all)
+	if n := len(seed); n == 0 || seed[n-1].Type != session.TypeTurnEnd {
 		t.Fatalf("closed prefix ends with %v", eventTypes(seed[len(seed)-1:]))
 	}
-	child, err := store.Create(Header{ID: "child", Cwd: "/srv/w", ParentSession: "p", SeedLength: len(seed)}, seed...)
+	child, err := store.Create(session.Header{ID: "child", Cwd: "/srv/w", ParentSession: "p", SeedLength: len(seed)}, seed...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cemit := func(e Event) Event { return mustAppend(t, child, e) }
-	first := cemit(NewEvent(TurnStart{Turn: 2}))
+	cemit := func(e session.Event) session.Event { return mustAppend(t, child, e) }
+	first := cemit(session.NewEvent(session.TurnStart{Turn: 2}))
 	if first.Seq != int64(len(seed)) {
 		t.Errorf("child's first own seq %d, want %d", first.Seq, len(seed))
 	}
-	cemit(NewEvent(UserMessage{Content: TextContent("child task"), Source: Source{Kind: SourceUser}}))
+	cemit(session.NewEvent(session.UserMessage{Content: session.TextContent("child task"), Source: session.Source{Kind: session.SourceUser}}))
 	if err := child.Close(); err != nil {
 		t.Fatal(err)
 	}
-	log, err := ReadFile(child.Path())
+	log, err := session.ReadFile(child.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if log.Header.SeedLength != len(seed) || log.Header.ParentSession != "p" {
 		t.Errorf("child header %+v", log.Header)
 	}
-	msgs, err := Messages(log.Events)
+	msgs, err := session.Messages(log.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestForkSeed(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	store, _ := newTestStore(t)
-	s, err := store.Create(Header{ID: "conc"})
+	s, err := store.Create(session.Header{ID: "conc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				text := fmt.Sprintf("w%d-%d", w, i)
-				if _, err := s.Append(NewEvent(UserMessage{Content: TextContent(text), Source: Source{Kind: SourceUser}})); err != nil {
+				if _, err := s.Append(session.NewEvent(session.UserMessage{Content: session.TextContent(text), Source: session.Source{Kind: session.SourceUser}})); err != nil {
 					t.Error(err)
 					return
 				}
@@ -441,7 +442,7 @@ func TestConcurrentUse(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	log, err := ReadFile(s.Path())
+	log, err := session.ReadFile(s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestConcurrentUse(t *testing.T) {
 		if e.Seq != int64(i) {
 			t.Fatalf("event %d has seq %d", i, e.Seq)
 		}
-		m, err := As[UserMessage](e)
+		m, err := session.As[session.UserMessage](e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,18 +469,18 @@ func TestConcurrentUse(t *testing.T) {
 // writing and says so.
 func TestFlushFailureBreaksSession(t *testing.T) {
 	store, _ := newTestStore(t)
-	s, err := store.Create(Header{ID: "f"})
+	s, err := store.Create(session.Header{ID: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, s, NewEvent(TurnStart{Turn: 1}))
-	s.mu.Lock()
-	s.f.Close() // the disk goes away under the session
-	s.mu.Unlock()
-	if err := s.Flush(); !errors.Is(err, ErrBroken) {
+	mustAppend(t, s, session.NewEvent(session.TurnStart{Turn: 1}))
+	store.mu.Lock()
+	store.open[s.Path()].f.Close() // the disk goes away under the session
+	store.mu.Unlock()
+	if err := s.Flush(); !errors.Is(err, session.ErrBroken) {
 		t.Fatalf("Flush: %v", err)
 	}
-	if _, err := s.Append(NewEvent(TurnStart{Turn: 2})); !errors.Is(err, ErrBroken) {
+	if _, err := s.Append(session.NewEvent(session.TurnStart{Turn: 2})); !errors.Is(err, session.ErrBroken) {
 		t.Fatalf("Append after a broken flush: %v", err)
 	}
 	if err := s.Close(); err == nil {

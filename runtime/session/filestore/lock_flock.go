@@ -1,12 +1,14 @@
 //go:build darwin || dragonfly || freebsd || linux || netbsd || openbsd
 
-package session
+package filestore
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 // lockFile takes an exclusive advisory lock on f for as long as f is open,
@@ -21,7 +23,7 @@ func lockFile(f *os.File) error {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			return fmt.Errorf("%w: %s is locked by another writer", ErrLocked, f.Name())
+			return fmt.Errorf("%w: %s is locked by another writer", session.ErrLocked, f.Name())
 		}
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,34 +9,14 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
-
-// SessionEventSink records an event a plugin appended, in the session of
-// the agent the call belongs to. The host has checked the type against
-// the plugin's grants and the payload's shape; the sink may still refuse
-// (a closed session, say), and its error reaches the plugin.
-type SessionEventSink func(eventType string, data json.RawMessage) error
-
-type sinkKey struct{}
-
-// WithSessionEvents returns ctx carrying sink: session_event_append calls
-// made under ctx record their events through it. The agent loop puts its
-// session's sink on the context of the calls it makes for the agent; a
-// call without one cannot append.
-func WithSessionEvents(ctx context.Context, sink SessionEventSink) context.Context {
-	return context.WithValue(ctx, sinkKey{}, sink)
-}
-
-func sessionSink(ctx context.Context) SessionEventSink {
-	s, _ := ctx.Value(sinkKey{}).(SessionEventSink)
-	return s
-}
 
 // Quotas on session_event_append, per plugin and session.
 const (
-	MaxSessionEventBytes = 256 << 10 // one event's payload
-	MaxSessionEvents     = 1000      // events
-	MaxSessionEventTotal = 8 << 20   // payload bytes of all events
+	maxSessionEventBytes = 256 << 10 // one event's payload
+	maxSessionEvents     = 1000      // events
+	maxSessionEventTotal = 8 << 20   // payload bytes of all events
 )
 
 type appendQuota struct {
@@ -45,6 +24,8 @@ type appendQuota struct {
 	bytes  int64
 }
 
+// hostSessionEventAppend implements session_event_append: an event of a
+// granted type, recorded in the calling agent's session within quotas.
 func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SessionEventRequest
 	if st, msg := decode(req, &r); st != 0 {
@@ -61,13 +42,13 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 	if g == nil || !slices.Contains(g.SessionEvents, r.Type) {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted session event %q (add it under grants.session_events)", p.name, r.Type)
 	}
-	if len(r.Data) > MaxSessionEventBytes {
-		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), MaxSessionEventBytes)
+	if len(r.Data) > maxSessionEventBytes {
+		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), maxSessionEventBytes)
 	}
 	if err := checkSessionEventData(r.Type, r.Data); err != nil {
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("%s data: %v", r.Type, err)
 	}
-	sink := sessionSink(cs.ctx)
+	sink := pluginstate.SessionEvents(cs.ctx)
 	if cs.facts == nil || sink == nil {
 		return nil, hostfns.ErrDenied, "this call belongs to no agent session to record the event in"
 	}
@@ -81,9 +62,9 @@ func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, ho
 		q = &appendQuota{}
 		p.appended[scope] = q
 	}
-	if q.events >= MaxSessionEvents || q.bytes+int64(len(r.Data)) > MaxSessionEventTotal {
+	if q.events >= maxSessionEvents || q.bytes+int64(len(r.Data)) > maxSessionEventTotal {
 		p.mu.Unlock()
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, MaxSessionEvents, MaxSessionEventTotal)
+		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, maxSessionEvents, maxSessionEventTotal)
 	}
 	q.events++
 	q.bytes += int64(len(r.Data))

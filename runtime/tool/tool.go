@@ -1,0 +1,20 @@
+// Package tool holds what every kind of tool shares with the agent loop:
+// the result a call gives back to the model.
+//
+// The loop runs tools through one interface (agent.ToolRunner) and knows
+// nothing of how they run. Wasm plugins (runtime/plugin), native Go tools
+// (runtime/deploy), subagents and MCP-client tools all answer with a
+// Result: a tool needs nothing of the loop, and the loop nothing of the
+// tools' hosts. A tool's description, what the model is told before it calls, is
+// prompt.Tool, which the prompt registry holds; its wire shape for
+// plugins is hostfns.ToolRequest. The package is a leaf: it imports
+// nothing of this module.
+package tool
+
+// Result is what a tool call gives back to the model. A tool's own
+// failure is a Result with IsError set; the model reads Text either way.
+// The JSON form is the one hooks see on tools/post-execute.
+type Result struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"isError"`
+}
