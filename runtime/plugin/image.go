@@ -106,7 +106,7 @@ func (p *Plugin) imageFor(env string) *image {
 
 // capture records mod's state as the image for env, unless there is one.
 // It runs right after _initialize, before any other guest code.
-func (p *Plugin) capture(mod api.Module, env string) {
+func (p *Plugin) capture(mod api.Module, env string, guard memGuard) {
 	if !p.snapshots {
 		return
 	}
@@ -119,7 +119,7 @@ func (p *Plugin) capture(mod api.Module, env string) {
 		return
 	}
 	p.images.mu.Unlock()
-	img, err := newImage(mod, p.snapGlobals)
+	img, err := newImage(mod, p.snapGlobals, guard)
 	if err != nil {
 		p.log.Debug("no instance image; later instances start fresh", "err", err)
 		return
@@ -140,7 +140,7 @@ func (p *Plugin) capture(mod api.Module, env string) {
 // with one of mod right after a dsh_setup that made no agent- or
 // session-scoped host call (the caller checked): every agent's setup
 // would end in this same state, so instances from it skip setup too.
-func (p *Plugin) captureSetup(mod api.Module, env string) {
+func (p *Plugin) captureSetup(mod api.Module, env string, guard memGuard) {
 	if !p.snapshots {
 		return
 	}
@@ -157,7 +157,7 @@ func (p *Plugin) captureSetup(mod api.Module, env string) {
 	if busy {
 		return
 	}
-	img, err := newImage(mod, p.snapGlobals)
+	img, err := newImage(mod, p.snapGlobals, guard)
 	p.images.mu.Lock()
 	defer p.images.mu.Unlock()
 	delete(p.images.capturing, env)
@@ -186,7 +186,16 @@ func (p *Plugin) closeImages() {
 	p.images.byEnv = nil
 }
 
-func newImage(mod api.Module, globals []string) (*image, error) {
+// imageTaker is a memory that can become an image without a copy (a
+// fresh instance's memfd, on Linux).
+type imageTaker interface {
+	takeImage(size uint64) (*memImage, bool)
+}
+
+// newImage records mod's state. guard is the instance's memory when it is
+// outside the Go heap (nil otherwise): when it can become the image
+// itself, nothing is copied.
+func newImage(mod api.Module, globals []string, guard memGuard) (*image, error) {
 	mem := mod.Memory()
 	if mem == nil {
 		return nil, fmt.Errorf("no memory")
@@ -202,6 +211,12 @@ func newImage(mod api.Module, globals []string) (*image, error) {
 			return nil, fmt.Errorf("global %s is not exported", name)
 		}
 		img.globals = append(img.globals, g.Get())
+	}
+	if t, ok := guard.(imageTaker); ok {
+		if m, ok := t.takeImage(uint64(len(data))); ok {
+			img.mem = m
+			return img, nil
+		}
 	}
 	m, err := newMemImage(data)
 	if err != nil {

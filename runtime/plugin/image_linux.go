@@ -99,11 +99,16 @@ func (m *memImage) release() {
 // call is still running in it (a host function blocked past the call's
 // end, say). So calls mark themselves (enter, leave), and a Free during a
 // call only flags the memory; the last call to leave unmaps it.
+//
+// A fresh memory (not from an image) is a memfd mapped shared, shm, until
+// it becomes an image (takeImage) or is freed: taking the image is then
+// sealing the memfd and mapping it again privately, with no copy.
 type mmapMemory struct {
 	region    []byte         // the whole reservation, for munmap
 	base      unsafe.Pointer // its start, outside the Go heap
 	reserved  uint64
 	committed uint64
+	shm       int          // the memfd behind [0, committed), or -1
 	state     atomic.Int64 // calls inside, plus freedBit once freed
 	unmapped  atomic.Bool
 }
@@ -135,6 +140,13 @@ func newAllocator(img *memImage, got *allocation) experimental.MemoryAllocator {
 		if err != nil {
 			return &heapMemory{}
 		}
+		if img == nil {
+			// Best effort: without a memfd the memory stays anonymous,
+			// and an image of it is a copy.
+			if fd, err := unix.MemfdCreate("dsh-wasm-image", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING); err == nil {
+				m.shm = fd
+			}
+		}
 		got.guard, got.imaged = m, img != nil
 		return m
 	})
@@ -148,7 +160,7 @@ func reserve(size uint64, img *memImage) (*mmapMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mmapMemory{region: region, base: unsafe.Pointer(unsafe.SliceData(region)), reserved: size}
+	m := &mmapMemory{region: region, base: unsafe.Pointer(unsafe.SliceData(region)), reserved: size, shm: -1}
 	base := uintptr(m.base)
 	if img != nil && img.size > 0 {
 		if img.size > size {
@@ -174,7 +186,15 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	if need := roundUp(size); need > m.committed {
-		if _, _, errno := unix.Syscall(unix.SYS_MPROTECT, uintptr(m.base)+uintptr(m.committed), uintptr(need-m.committed),
+		if m.shm >= 0 {
+			if err := unix.Ftruncate(m.shm, int64(need)); err != nil {
+				return nil
+			}
+			if _, _, errno := unix.Syscall6(unix.SYS_MMAP, uintptr(m.base)+uintptr(m.committed), uintptr(need-m.committed),
+				unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, uintptr(m.shm), uintptr(m.committed)); errno != 0 {
+				return nil
+			}
+		} else if _, _, errno := unix.Syscall(unix.SYS_MPROTECT, uintptr(m.base)+uintptr(m.committed), uintptr(need-m.committed),
 			unix.PROT_READ|unix.PROT_WRITE); errno != 0 {
 			return nil
 		}
@@ -196,5 +216,35 @@ func (m *mmapMemory) Free() {
 func (m *mmapMemory) unmap() {
 	if m.base != nil && !m.unmapped.Swap(true) {
 		unix.Munmap(m.region)
+		if m.shm >= 0 {
+			unix.Close(m.shm)
+		}
 	}
+}
+
+// takeImage makes the memory, while it is still its shared memfd, an
+// image of its first size bytes without copying them: the memfd is mapped
+// again privately at the same address (the instance goes on copy-on-write,
+// as one made from an image) and sealed. It runs between calls, when no
+// guest code runs in the instance. ok is false when the memory is not a
+// shared memfd of that size; the caller copies instead.
+func (m *mmapMemory) takeImage(size uint64) (_ *memImage, ok bool) {
+	if m.shm < 0 || size == 0 || roundUp(size) != m.committed || m.unmapped.Load() {
+		return nil, false
+	}
+	fd := m.shm
+	if _, _, errno := unix.Syscall6(unix.SYS_MMAP, uintptr(m.base), uintptr(m.committed), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_FIXED, uintptr(fd), 0); errno != 0 {
+		return nil, false
+	}
+	// From here the memory is a private mapping, grown by mprotect like
+	// an image-made instance's; the memfd belongs to the image or to no one.
+	m.shm = -1
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return nil, false
+	}
+	img := &memImage{fd: fd, size: size}
+	img.refs.Store(1)
+	return img, true
 }

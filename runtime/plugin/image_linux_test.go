@@ -57,3 +57,58 @@ func TestWriteSparseReadsBackExactly(t *testing.T) {
 		}
 	}
 }
+
+// A fresh memory becomes an image without a copy: the image holds the
+// memory as it was when taken, the instance goes on writing and growing
+// its own copy, and a memory made from the image starts from the image.
+func TestFreshMemoryBecomesAnImage(t *testing.T) {
+	var got allocation
+	lm := newAllocator(nil, &got).Allocate(2*pageSize, 64*pageSize)
+	m, ok := lm.(*mmapMemory)
+	if !ok || m.shm < 0 {
+		t.Skipf("no memfd-backed memory here (%T)", lm)
+	}
+	buf := lm.Reallocate(2 * pageSize)
+	for i := range buf {
+		buf[i] = byte(i % 251)
+	}
+	buf = lm.Reallocate(3 * pageSize) // growth while shared
+	buf[2*pageSize] = 42
+	want := bytes.Clone(buf)
+
+	img, ok := m.takeImage(3 * pageSize)
+	if !ok {
+		t.Fatal("takeImage refused a fresh shared memory")
+	}
+	defer img.release()
+	if _, ok := m.takeImage(3 * pageSize); ok {
+		t.Fatal("a memory became an image twice")
+	}
+	// The instance writes on and grows: none of it reaches the image.
+	buf = lm.Reallocate(5 * pageSize)
+	if !bytes.Equal(buf[:3*pageSize], want) {
+		t.Fatal("the instance's memory changed when it became an image")
+	}
+	for i := range buf {
+		buf[i] = 0xee
+	}
+
+	var got2 allocation
+	lm2 := newAllocator(img, &got2).Allocate(3*pageSize, 64*pageSize)
+	if !got2.imaged {
+		t.Fatal("the memory made from the image did not map it")
+	}
+	buf2 := lm2.Reallocate(4 * pageSize)
+	if !bytes.Equal(buf2[:3*pageSize], want) {
+		t.Fatal("a memory made from the image does not hold the image")
+	}
+	if !bytes.Equal(buf2[3*pageSize:], make([]byte, pageSize)) {
+		t.Fatal("growth past the image is not zero")
+	}
+	buf2[0] = 1
+	lm2.Free()
+	lm.Free()
+	if m.shm >= 0 {
+		t.Fatal("the memfd still belongs to the memory")
+	}
+}

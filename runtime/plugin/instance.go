@@ -236,7 +236,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 			return nil, err
 		}
 		if p.snapshots {
-			p.capture(mod, env)
+			p.capture(mod, env, alloc.guard)
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
@@ -264,7 +264,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	if !cs.scoped {
 		// A setup that asked the host nothing about the agent ends in the
 		// same state for every agent: later instances can skip it too.
-		p.captureSetup(mod, env)
+		p.captureSetup(mod, env, alloc.guard)
 	}
 	return in, nil
 }
