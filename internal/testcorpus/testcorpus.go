@@ -40,3 +40,27 @@ func Sessions(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(Dir(t), "sessions")
 }
+
+// SessionFiles returns every recorded session file of the corpus: the
+// ACP sessions and the hook scenarios beside them. It skips the test (fails
+// it under CI) when the corpus is missing, and fails it when either set is
+// empty.
+func SessionFiles(t testing.TB) []string {
+	t.Helper()
+	sessions := Sessions(t)
+	files, err := filepath.Glob(filepath.Join(sessions, "*", "session*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		prereq.Missing(t, "no session files in the conformance corpus at %s", sessions)
+	}
+	hooks, err := filepath.Glob(filepath.Join(filepath.Dir(sessions), "hook-sessions", "*", "session*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) == 0 {
+		t.Fatalf("no hook-sessions files beside %s", sessions)
+	}
+	return append(files, hooks...)
+}

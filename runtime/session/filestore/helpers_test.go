@@ -10,34 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
-// corpusFiles returns the session files of the conformance corpus, which
-// lives at ../shared/conformance beside the module root.
-func corpusFiles(t *testing.T) []string {
-	t.Helper()
-	sessions := testcorpus.Sessions(t)
-	files, err := filepath.Glob(filepath.Join(sessions, "*", "session*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		prereq.Missing(t, "no session files in the conformance corpus at %s", sessions)
-	}
-	// The hook scenarios too: this package knows their event types.
-	hooks, err := filepath.Glob(filepath.Join(filepath.Dir(sessions), "hook-sessions", "*", "session*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(hooks) == 0 {
-		t.Fatalf("no hook-sessions files beside %s", sessions)
-	}
-	return append(files, hooks...)
-}
+// corpusFiles returns the corpus's session files, the hook scenarios
+// included: this package knows their event types.
+func corpusFiles(t *testing.T) []string { return testcorpus.SessionFiles(t) }
 
 // clock is a test clock: every reading is one millisecond after the last.
 type clock struct{ ms atomic.Int64 }
