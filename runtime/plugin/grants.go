@@ -139,11 +139,40 @@ func withJail(cfg wazero.ModuleConfig, j *fsjail.Jail) wazero.ModuleConfig {
 	return cfg.WithFSConfig(j.FSConfig())
 }
 
-// ExecEnforcement says what commands run under an exec grant are held to on
-// this system: the kill mode, and for each resource limit whether and by
-// what it is enforced.
-type ExecEnforcement = execjail.Enforcement
+// ExecEnforcement says what commands run under an exec grant are held to
+// on this system: how a command is killed, and for each resource limit
+// whether and by what it is enforced. `dsh-wasm plugin inspect` prints it.
+type ExecEnforcement struct {
+	// Mode is the kill mode: "pid-namespace", "cgroup-v2" or
+	// "process-group", strongest first.
+	Mode      string    `json:"mode"`
+	Processes ExecBound `json:"processes"`
+	Memory    ExecBound `json:"memory"`
+	FileBytes ExecBound `json:"file_bytes"`
+	// Capabilities says what commands keep of the agent's privileges.
+	Capabilities string `json:"capabilities"`
+	// AgentProc says whether commands can read the agent's /proc entries.
+	AgentProc string `json:"agent_proc"`
+	// Scope says how abstract Unix sockets and signals are scoped
+	// (Landlock), or why they are not.
+	Scope string `json:"scope"`
+}
+
+// ExecBound is one limit on commands and how it is enforced.
+type ExecBound struct {
+	Limit int64 `json:"limit"`
+	// By names the mechanism ("cgroup v2 pids.max", "RLIMIT_FSIZE");
+	// empty when the limit is not enforced on this system.
+	By string `json:"by,omitempty"`
+	// Unenforced says why, when By is empty.
+	Unenforced string `json:"unenforced,omitempty"`
+}
 
 // ExecEnforced reports what commands are held to on this system with the
-// default exec limits. `dsh-wasm plugin inspect` prints it.
-func ExecEnforced() ExecEnforcement { return execjail.Enforced() }
+// default exec limits.
+func ExecEnforced() ExecEnforcement {
+	e := execjail.Enforced()
+	bound := func(b execjail.Bound) ExecBound { return ExecBound(b) }
+	return ExecEnforcement{Mode: string(e.Mode), Processes: bound(e.Processes), Memory: bound(e.Memory),
+		FileBytes: bound(e.FileBytes), Capabilities: e.Capabilities, AgentProc: e.AgentProc, Scope: e.Scope}
+}
