@@ -34,22 +34,23 @@ const compactionListener = "agent:compaction"
 // summary request; longer parts keep their head and tail.
 const maxTranscriptPart = 8000
 
-// CompactionOptions configure compaction. They come from the deployment
-// configuration, which decodes them strictly.
+// CompactionOptions configure compaction. The deployment file's
+// compaction: section is decoded strictly by runtime/config and translated
+// into them by runtime/deploy.
 type CompactionOptions struct {
 	// ContextWindow is the model's context window in tokens. It is
 	// configured, never looked up from the model's name. Required.
-	ContextWindow int `yaml:"context_window"`
+	ContextWindow int
 	// TriggerRatio: a step compacts first when its prompt (system prompt
 	// and messages) reaches this share of the window. 0 means
 	// DefaultTriggerRatio.
-	TriggerRatio float64 `yaml:"trigger_ratio"`
+	TriggerRatio float64
 	// RetainTokens bounds the tail of whole steps kept verbatim; the
 	// rest is summarised. 0 means DefaultRetainRatio of the window.
-	RetainTokens int `yaml:"retain_tokens"`
+	RetainTokens int
 	// Instructions is the summary request's system prompt; empty means
 	// DefaultCompactionInstructions.
-	Instructions string `yaml:"instructions"`
+	Instructions string
 }
 
 // withDefaults fills the zero fields.
