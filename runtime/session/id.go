@@ -6,9 +6,13 @@ import (
 	"strings"
 )
 
-// checkID rejects ids that cannot be a file name in the file store's
-// layout; every store keeps to them, so sessions move between stores.
-func checkID(id string) error {
+// CheckID rejects ids that cannot be a file name in the file store's
+// layout (empty, ".", "..", over 200 bytes, or holding a slash, a
+// backslash or NUL), wrapping ErrInvalidID. Prepare checks every new
+// session's id with it, so sessions move between stores; a store that turns
+// ids into paths checks every id it is given, so none reaches outside its
+// root.
+func CheckID(id string) error {
 	switch {
 	case id == "", id == ".", id == "..":
 	case len(id) > 200:

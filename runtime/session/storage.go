@@ -105,7 +105,7 @@ func prepare(h Header, nowMs func() int64, initial []Event) (Header, []byte, *st
 	if h.ID == "" {
 		h.ID = newID()
 	}
-	if err := checkID(h.ID); err != nil {
+	if err := CheckID(h.ID); err != nil {
 		return h, nil, nil, fmt.Errorf("session: create: %w", err)
 	}
 	if h.CreatedAt == 0 {

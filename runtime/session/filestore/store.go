@@ -71,19 +71,6 @@ func (s *Store) path(h session.Header) string {
 	return filepath.Join(s.root, dirName(h.Cwd), h.ID+fileExt)
 }
 
-// checkID rejects ids that cannot be a file name in the layout (the
-// session package holds every store to the same rule).
-func checkID(id string) error {
-	switch {
-	case id == "", id == ".", id == "..":
-	case len(id) > 200:
-	case strings.ContainsAny(id, `/\`+"\x00"):
-	default:
-		return nil
-	}
-	return fmt.Errorf("%w: %q", session.ErrInvalidID, id)
-}
-
 // claim marks path open through this store.
 func (s *Store) claim(path string) error {
 	s.mu.Lock()
@@ -256,7 +243,7 @@ func (s *Store) open1(id, path string) (*session.Session, error) {
 
 // find returns the path of the session file with the given id.
 func (s *Store) find(id string) (string, error) {
-	if err := checkID(id); err != nil {
+	if err := session.CheckID(id); err != nil {
 		return "", fmt.Errorf("session: open: %w", err)
 	}
 	dirs, err := s.dirs()
