@@ -101,8 +101,8 @@ func (t *translator) tool(e session.Event) []acp.SessionUpdate {
 	return []acp.SessionUpdate{t.finish(call, r)}
 }
 
-// ToolKind is the ACP kind of a tool, as the reference maps them.
-func ToolKind(name string) acp.ToolKind {
+// toolKind is the ACP kind of a tool, as the reference maps them.
+func toolKind(name string) acp.ToolKind {
 	switch name {
 	case "bash":
 		return acp.ToolKindExecute
@@ -145,7 +145,7 @@ func (t *translator) rel(p string) string {
 
 func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 	id := acp.ToolCallId(c.CallID)
-	kind := ToolKind(c.Name)
+	kind := toolKind(c.Name)
 	var bash bashArgs
 	if c.Name == "bash" && (json.Unmarshal([]byte(c.Arguments), &bash) != nil || bash.Command == "" || bash.Description == "") {
 		// The reference's bash card needs the command and its

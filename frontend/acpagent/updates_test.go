@@ -80,7 +80,7 @@ func TestToolCards(t *testing.T) {
 	if *u.Status != acp.ToolCallStatusFailed || u.Content[0].Content.Content.Text.Text != "Error: stale" {
 		t.Errorf("failed edit update = %+v", u)
 	}
-	if k := ToolKind("web_fetch"); k != acp.ToolKindOther {
+	if k := toolKind("web_fetch"); k != acp.ToolKindOther {
 		t.Errorf("web_fetch kind = %s", k)
 	}
 	// A bash call without a description gets the generic card, as the

@@ -43,9 +43,9 @@ type HTTPOptions struct {
 // a file's whole new content.
 const maxBody = 32 << 20
 
-// IsLoopback reports whether host (a name or an IP, no port) is a
+// isLoopback reports whether host (a name or an IP, no port) is a
 // loopback host.
-func IsLoopback(host string) bool {
+func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -60,7 +60,7 @@ func CheckListen(addr string, tokens []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: listen address %q: %v", ErrInvalidOptions, addr, err)
 	}
-	if IsLoopback(host) || len(tokens) > 0 {
+	if isLoopback(host) || len(tokens) > 0 {
 		return nil
 	}
 	if host == "" {
@@ -91,7 +91,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		h = auth.RequireBearerToken(verifier(opts.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
 	hosts := slices.Clone(opts.AllowedHosts)
-	if IsLoopback(host) {
+	if isLoopback(host) {
 		hosts = append(hosts, "localhost", "127.0.0.1", "::1")
 	} else if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
 		hosts = append(hosts, host)
