@@ -196,3 +196,29 @@ func TestPlainLogRequests(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPlainLogRequest: whatever a guest writes, the plain reader accepts
+// only what the parser accepts, with the same level and message.
+func FuzzPlainLogRequest(f *testing.F) {
+	for _, s := range []string{`{"level":"info","message":"x"}`, `{"level":"warn","message":""}`,
+		`{"level":"debug","message":"a\"b"}`, `{"level":"error","message":"}`, `"}`} {
+		f.Add([]byte(s))
+	}
+	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+	f.Fuzz(func(t *testing.T, req []byte) {
+		level, msg, ok := readPlainLogRequest(req)
+		if !ok {
+			return
+		}
+		var o jsonobj.Obj
+		lv, mv, err := readLogRequest(&o, req)
+		if err != nil {
+			t.Fatalf("%q: the plain reader accepts what the parser refuses: %v", req, err)
+		}
+		ltext, _ := lv.Text()
+		mtext, _ := mv.Text()
+		if l, known := levels[ltext]; !known || l != level || mtext != string(msg) {
+			t.Fatalf("%q: plain reader %v %q, parser %q %q", req, level, msg, ltext, mtext)
+		}
+	})
+}
