@@ -25,6 +25,10 @@ func (noTools) CallTool(context.Context, *prompt.AgentFacts, string, []byte) (to
 
 func (noTools) EndAgent(context.Context, string) {}
 
+// The loop on its own, wired by hand: a registry, the built-in variables
+// and harness sections, a model, a session and a ToolRunner. Programs that
+// run agents use runtime/deploy instead, where deploy.New does all of this
+// (and loads the plugins) in one call; see its example.
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "agent-example")
