@@ -300,6 +300,7 @@ func (f *file) Seek(offset fileOffset, whence int) (int64, experimentalsys.Errno
 // Readdir implements sys.File. Names are read from the descriptor and each
 // entry is stat'ed relative to it, never by path.
 func (f *file) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	f.open.touch()
 	if f.closed {
 		return nil, experimentalsys.EBADF
 	}

@@ -77,6 +77,12 @@ func (r *rootFS) Close() error {
 // OpenFile implements sys.FS.
 func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	name = rel(name)
+	if name != "." || flag != 0 {
+		// The root opened read-only is how wazero makes a pre-open real
+		// (a guest's libc asks for every pre-open's type as it starts):
+		// listing it is a use (file.Readdir), opening it is not.
+		r.open.touch()
+	}
 	if name == "" {
 		return nil, experimentalsys.ENOENT
 	}
@@ -314,6 +320,7 @@ func isDirMode(mode uint32) bool {
 
 // Lstat implements sys.FS.
 func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	r.open.touch()
 	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
@@ -327,6 +334,7 @@ func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements sys.FS.
 func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	r.open.touch()
 	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
@@ -340,6 +348,7 @@ func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements sys.FS.
 func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	r.open.touch()
 	return r.charged(func() experimentalsys.Errno { return r.mkdir(name, perm) })
 }
 
@@ -408,6 +417,7 @@ func (r *rootFS) mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
 
 // Chmod implements sys.FS. Only the permission bits of perm are applied.
 func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
+	r.open.touch()
 	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
@@ -423,6 +433,7 @@ func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
 
 // Utimens implements sys.FS.
 func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {
+	r.open.touch()
 	name = rel(name)
 	if r.readOnly {
 		return experimentalsys.EROFS
@@ -472,6 +483,7 @@ func nanosToTime(nanos int64) time.Time {
 
 // Rename implements sys.FS.
 func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
+	r.open.touch()
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -529,6 +541,7 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 
 // Rmdir implements sys.FS.
 func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
+	r.open.touch()
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -560,6 +573,7 @@ func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
 
 // Unlink implements sys.FS.
 func (r *rootFS) Unlink(name string) experimentalsys.Errno {
+	r.open.touch()
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -608,6 +622,7 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 // Link implements sys.FS. Both names are resolved in this root; a symlink
 // in oldName's final component is linked itself, not its target.
 func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
+	r.open.touch()
 	return r.charged(func() experimentalsys.Errno { return r.link(oldName, newName) })
 }
 
@@ -628,6 +643,7 @@ func (r *rootFS) link(oldName, newName string) experimentalsys.Errno {
 // Symlink implements sys.FS. Absolute targets are refused with EPERM, as
 // the WASI filesystem rules require; relative targets are stored verbatim.
 func (r *rootFS) Symlink(oldName, linkName string) experimentalsys.Errno {
+	r.open.touch()
 	return r.charged(func() experimentalsys.Errno { return r.symlink(oldName, linkName) })
 }
 
@@ -662,6 +678,7 @@ func (r *rootFS) symlink(oldName, linkName string) experimentalsys.Errno {
 
 // Readlink implements sys.FS.
 func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
+	r.open.touch()
 	name = rel(name)
 	if name == "" {
 		return "", experimentalsys.ENOENT

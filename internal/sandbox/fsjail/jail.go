@@ -115,11 +115,29 @@ func New(mounts []Mount, opts ...Option) (*Jail, error) {
 // EMFILE, and closing a file makes room again.
 const MaxOpenFiles = 1024
 
-// openCounter counts a Jail's open files.
+// openCounter counts a Jail's open files, and notes that the guest used
+// the jail at all.
 type openCounter struct {
-	n   atomic.Int64
-	max int64
+	n    atomic.Int64
+	max  int64
+	used atomic.Bool
 }
+
+// touch notes a use of the jail: every operation of every mount starts
+// with one, and so do listings; file contents are reached only through an
+// OpenFile. Opening a mount's root read-only is not a use (see OpenFile),
+// nor is asking an open file or root for its own metadata.
+func (c *openCounter) touch() {
+	if !c.used.Load() {
+		c.used.Store(true)
+	}
+}
+
+// Used reports whether anything (a guest, or host code through FS) has
+// opened, looked up or changed a path in the jail since it was created.
+// A plugin load uses it to tell whether what the plugin registered could
+// depend on the files it was granted.
+func (j *Jail) Used() bool { return j.open.used.Load() }
 
 // acquire reserves a slot, or reports that the jail is at its limit.
 func (c *openCounter) acquire() bool {

@@ -1,0 +1,73 @@
+//go:build unix
+
+package fsjail
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// Used tells a plugin load whether its dsh_init could have learnt
+// anything from its files. Making a pre-open real (opening the root
+// read-only) is not a use; any lookup, open, listing or change is.
+func TestJailUsed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(fsys experimentalsys.FS) experimentalsys.Errno
+		used bool
+	}{
+		{"nothing", func(experimentalsys.FS) experimentalsys.Errno { return 0 }, false},
+		{"pre-open", func(fsys experimentalsys.FS) experimentalsys.Errno {
+			_, errno := fsys.OpenFile(".", 0, 0)
+			return errno
+		}, false},
+		{"listing", func(fsys experimentalsys.FS) experimentalsys.Errno {
+			f, errno := fsys.OpenFile(".", 0, 0)
+			if errno != 0 {
+				return errno
+			}
+			defer f.Close()
+			_, errno = f.Readdir(-1)
+			return errno
+		}, true},
+		{"open", func(fsys experimentalsys.FS) experimentalsys.Errno {
+			f, errno := fsys.OpenFile("a.txt", experimentalsys.O_RDONLY, 0)
+			if errno == 0 {
+				f.Close()
+			}
+			return errno
+		}, true},
+		{"missing", func(fsys experimentalsys.FS) experimentalsys.Errno {
+			if _, errno := fsys.Stat("none"); errno != experimentalsys.ENOENT {
+				return errno
+			}
+			return 0
+		}, true},
+		{"readlink", func(fsys experimentalsys.FS) experimentalsys.Errno {
+			fsys.Readlink("a.txt")
+			return 0
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			j, err := New([]Mount{{HostPath: dir, GuestPath: "/w"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			fsys, _ := j.FS("/w")
+			if errno := tc.op(fsys); errno != 0 {
+				t.Fatalf("op: %v", errno)
+			}
+			if got := j.Used(); got != tc.used {
+				t.Errorf("Used = %v, want %v", got, tc.used)
+			}
+		})
+	}
+}
