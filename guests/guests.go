@@ -9,8 +9,9 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildvcs=false -buildmode=c-shared -o NAME.wasm ./NAME
 //
-// and .ci/check-guests fails when a committed module differs from a fresh
-// build. Regenerate after changing a guest, the SDK (hostfns) or the Go
+// and writes NAME.wasm.sha256, the module's digest, which the host reads
+// instead of hashing the module at every start. .ci/check-guests fails
+// when a committed module or digest differs from a fresh build. Regenerate after changing a guest, the SDK (hostfns) or the Go
 // toolchain.
 package guests
 
@@ -21,7 +22,7 @@ import (
 
 //go:generate go run ./internal/gen
 
-//go:embed *.wasm
+//go:embed *.wasm *.wasm.sha256
 var embedded embed.FS
 
 // FS holds the built-in modules as NAME.wasm at its root.

@@ -74,8 +74,12 @@ func generate(dir, out string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range stale {
-		if !slices.Contains(names, strings.TrimSuffix(filepath.Base(f), ".wasm")) {
+	sums, err := filepath.Glob(filepath.Join(out, "*.wasm.sha256"))
+	if err != nil {
+		return err
+	}
+	for _, f := range append(stale, sums...) {
+		if !slices.Contains(names, strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".sha256"), ".wasm")) {
 			if err := os.Remove(f); err != nil {
 				return fmt.Errorf("remove stale module: %w", err)
 			}
@@ -160,5 +164,11 @@ func build(dir, out, name string) (sum string, size int, err error) {
 		return "", 0, fmt.Errorf("build %s: %w", name, err)
 	}
 	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:]), len(b), nil
+	sum = hex.EncodeToString(h[:])
+	// The digest beside the module spares every process that loads it
+	// from hashing megabytes at start (see plugin.Options.Builtins).
+	if err := os.WriteFile(filepath.Join(absOut, name+".wasm.sha256"), []byte(sum+"\n"), 0o644); err != nil {
+		return "", 0, fmt.Errorf("build %s: %w", name, err)
+	}
+	return sum, len(b), nil
 }
