@@ -102,6 +102,10 @@ type Options struct {
 	// Cache is the plugins' compilation cache; nil opens
 	// plugin.DefaultCache() (memory when that fails), which Close closes.
 	Cache *plugin.Cache
+	// EagerCompile compiles every plugin as it loads. By default a plugin
+	// whose earlier load recorded its registrations in Cache registers
+	// from them and compiles when first needed (plugin.Options.LazyCompile).
+	EagerCompile bool
 }
 
 // Limits are deployment-wide bounds. Zero fields take the runtime's
@@ -223,7 +227,8 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		builtins = guests.FS
 	}
 	d.host, err = plugin.New(plugin.Options{Registry: d.reg, Bus: d.bus, Logger: logger,
-		Builtins: builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d}})
+		Builtins: builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d},
+		LazyCompile: !opts.EagerCompile})
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
 	}

@@ -125,10 +125,14 @@ func TestSessionRunsNativeAndWasmTools(t *testing.T) {
 	boom := deploy.Tool{Tool: prompt.Tool{Name: "boom", Description: "Fails."}, Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
 		panic("kaboom")
 	}}
+	// Eager, so that the load-time instance exists whether or not an
+	// earlier test recorded the plugin's manifest (lazy_test.go covers
+	// lazy loads).
 	d := open(t, deploy.Options{
 		Model: "m1", Persona: "Persona on {{model}}.", Provider: provider,
-		Tools:   []deploy.Tool{echoTool(), boom},
-		Plugins: []plugin.Spec{testkit(t, "kit", map[string]any{"tools": []string{"counter"}})},
+		Tools:        []deploy.Tool{echoTool(), boom},
+		Plugins:      []plugin.Spec{testkit(t, "kit", map[string]any{"tools": []string{"counter"}})},
+		EagerCompile: true,
 	})
 	ctx := context.Background()
 	cwd := t.TempDir()

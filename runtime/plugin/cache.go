@@ -24,6 +24,9 @@ const (
 type Cache struct {
 	c   wazero.CompilationCache
 	dir string
+	// manifests is where lazy loads' manifests are kept (manifest.go):
+	// dir/manifests, or another directory in tests.
+	manifests string
 }
 
 // NewCache opens a cache in dir, creating it. An empty dir makes an
@@ -39,7 +42,7 @@ func NewCache(dir string) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
 	}
-	return &Cache{c: c, dir: dir}, nil
+	return &Cache{c: c, dir: dir, manifests: filepath.Join(dir, "manifests")}, nil
 }
 
 // NoCache returns a cache that caches nothing: every load compiles.

@@ -289,11 +289,18 @@ func (p *Plugin) callEvent(ctx context.Context, event string, payload any) ([]by
 		}
 	}
 	facts := prompt.AgentFrom(ctx)
-	in, err := p.instanceFor(ctx, facts)
-	if err != nil {
-		return nil, err
+	var st hostfns.OutStatus
+	var out []byte
+	var err error
+	if facts == nil {
+		st, out, err = p.loadTimeEvent(ctx, event, b)
+	} else {
+		var in *instance
+		if in, err = p.instanceFor(ctx, facts); err != nil {
+			return nil, err
+		}
+		st, out, err = in.invoke(ctx, &callState{facts: facts}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), in.contextJSON(facts), b)
 	}
-	st, out, err := in.invoke(ctx, &callState{facts: facts}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), in.contextJSON(facts), b)
 	if err != nil {
 		return nil, err
 	}

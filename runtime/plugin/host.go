@@ -45,6 +45,12 @@ type Options struct {
 	// Subagents serves subagent_providers and subagent_run; nil lists no
 	// provider and runs no child.
 	Subagents Subagents
+	// LazyCompile lets a plugin register from the manifest its last load
+	// recorded in Cache, when nothing its init could see has changed, and
+	// compile its module only when something first needs its code (see
+	// manifest.go for what is recorded, and when). It needs a Cache with
+	// a directory; otherwise every plugin compiles as it loads.
+	LazyCompile bool
 }
 
 // Spec says what plugin to load and what it may do.
@@ -168,6 +174,7 @@ type Host struct {
 	state    pluginstate.Store
 	// subagents serves subagent_providers and subagent_run.
 	subagents Subagents
+	lazy      bool // Options.LazyCompile
 
 	wd *watchdog // enforces the compute budgets of calls in progress
 
@@ -195,7 +202,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: newWatchdog()}
+		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, lazy: opts.LazyCompile, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: newWatchdog()}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}
@@ -261,7 +268,7 @@ func (h *Host) commitLoad(ctx context.Context, name string, p *Plugin) (*Plugin,
 	h.setLoading(p)
 	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
-	err := h.reg.Update(func(tx *prompt.Tx) error {
+	err := h.initUpdate(ctx, p, nil, func(tx *prompt.Tx) error {
 		if err := p.runInit(ctx, tx); err != nil {
 			return err
 		}
@@ -282,9 +289,32 @@ func (h *Host) commitLoad(ctx context.Context, name string, p *Plugin) (*Plugin,
 	}
 	h.plugins[name] = p
 	h.mu.Unlock()
+	p.saveManifest()
 	p.activate()
 	h.bus.EmitContained(ctx, events.EventPluginLoaded, PluginEvent{Name: name})
 	return p, nil
+}
+
+// initUpdate runs fn, which runs p's init, in a registry update. When p
+// registered from a manifest that no longer replays (manifest.go), the
+// update is undone, undo (if any) runs, and p is compiled and updated
+// again with its real dsh_init: a manifest can make a load faster, never
+// make it fail.
+func (h *Host) initUpdate(ctx context.Context, p *Plugin, undo func(), fn func(tx *prompt.Tx) error) error {
+	err := h.reg.Update(fn)
+	if p.manifest == nil || !errors.Is(err, errReplayDiverged) {
+		return err
+	}
+	p.log.Debug("loads eagerly: its recorded init no longer replays", "err", err)
+	h.cache.dropManifest(p.key)
+	p.manifest = nil
+	if undo != nil {
+		undo()
+	}
+	if err := p.ensureCompiled(ctx); err != nil {
+		return err
+	}
+	return h.reg.Update(fn)
 }
 
 // LoadAll loads specs as calling Load for each in turn would: every
@@ -353,7 +383,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 	h.setLoading(p)
 	defer h.setLoading(nil)
 	dangling := h.reg.Dangling()
-	err = h.reg.Update(func(tx *prompt.Tx) error {
+	err = h.initUpdate(ctx, p, old.contrib.restore, func(tx *prompt.Tx) error {
 		if err := old.contrib.removeAll(tx); err != nil {
 			return err
 		}
@@ -368,6 +398,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 		return nil, fmt.Errorf("reload plugin %q: %w", name, err)
 	}
 	old.deactivate()
+	p.saveManifest()
 	p.activate()
 	h.mu.Lock()
 	h.plugins[name] = p
@@ -609,10 +640,13 @@ func digestOf(b []byte) string {
 }
 
 // readBuiltin reads a built-in module. An embed.FS cannot change, so its
-// modules are hashed as they stream out of the binary and copied onto the
-// heap only if the module must be rewritten (a cold cache): fs.ReadFile
-// would copy megabytes per module that a warm load never looks at. Any
-// other fs.FS is read once, so that the bytes hashed are the bytes used.
+// modules are copied onto the heap only if the module must be rewritten
+// (a cold cache): fs.ReadFile would copy megabytes per module that a warm
+// load never looks at. Its digest is NAME.wasm.sha256 beside the module
+// when the FS has one (package guests writes them as it builds the
+// modules, and its tests check them), or else the module is hashed as it
+// streams out of the binary. Any other fs.FS is read once, so that the
+// bytes hashed are the bytes used.
 func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
 	efs, ok := fsys.(embed.FS)
 	if !ok {
@@ -621,6 +655,15 @@ func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
 			return nil, err
 		}
 		return &moduleSource{b: b, digest: digestOf(b)}, nil
+	}
+	read := func() ([]byte, error) { return efs.ReadFile(file) }
+	if sum, err := efs.ReadFile(file + ".sha256"); err == nil {
+		if d := strings.TrimSpace(string(sum)); len(d) == 2*sha256.Size && strings.Trim(d, "0123456789abcdef") == "" {
+			if _, err := efs.Open(file); err != nil {
+				return nil, err
+			}
+			return &moduleSource{digest: d, read: read}, nil
+		}
 	}
 	f, err := efs.Open(file)
 	if err != nil {
@@ -631,7 +674,7 @@ func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
 	if _, err := io.Copy(hash, f); err != nil {
 		return nil, err
 	}
-	return &moduleSource{digest: hex.EncodeToString(hash.Sum(nil)), read: func() ([]byte, error) { return efs.ReadFile(file) }}, nil
+	return &moduleSource{digest: hex.EncodeToString(hash.Sum(nil)), read: read}, nil
 }
 
 // Builtins lists the built-in plugin names in fsys.

@@ -46,34 +46,45 @@ func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 // subagent. This file holds the table and what every function shares:
 // the calling convention (wrapHost, serve, deliver, take), request limits,
 // the host byte budget and strict decoding.
-var hostImpls = map[string]hostImpl{
-	hostfns.FnLog:                hostLog,
-	hostfns.FnSectionRegister:    hostSectionRegister,
-	hostfns.FnSectionUnregister:  hostUnregister("section"),
-	hostfns.FnVariableRegister:   hostVariableRegister,
-	hostfns.FnVariableUnregister: hostUnregister("variable"),
-	hostfns.FnToolRegister:       hostToolRegister,
-	hostfns.FnToolUnregister:     hostUnregister("tool"),
-	hostfns.FnEventSubscribe:     hostEventSubscribe,
-	hostfns.FnEventEmit:          hostEventEmit,
-	hostfns.FnCapabilities:       hostCapabilities,
-	hostfns.FnStateGet:           hostStateGet,
-	hostfns.FnStateSet:           hostStateSet,
-	hostfns.FnEnvGet:             hostEnvGet,
-	hostfns.FnExecRun:            hostExecRun,
-	hostfns.FnExecStart:          hostExecStart,
-	hostfns.FnExecPoll:           hostExecTask(false),
-	hostfns.FnExecKill:           hostExecTask(true),
-	hostfns.FnHTTPRequest:        hostHTTPRequest,
-	hostfns.FnSessionEventAppend: hostSessionEventAppend,
-	hostfns.FnSubagentProviders:  hostSubagentProviders,
-	hostfns.FnSubagentRun:        hostSubagentRun,
+//
+// It is filled in init: instantiating the host module reads it, and the
+// implementations reach instantiation again (a lazy plugin compiles its
+// module when an event first needs an instance).
+var hostImpls map[string]hostImpl
+
+func init() {
+	hostImpls = map[string]hostImpl{
+		hostfns.FnLog:                hostLog,
+		hostfns.FnSectionRegister:    hostSectionRegister,
+		hostfns.FnSectionUnregister:  hostUnregister("section"),
+		hostfns.FnVariableRegister:   hostVariableRegister,
+		hostfns.FnVariableUnregister: hostUnregister("variable"),
+		hostfns.FnToolRegister:       hostToolRegister,
+		hostfns.FnToolUnregister:     hostUnregister("tool"),
+		hostfns.FnEventSubscribe:     hostEventSubscribe,
+		hostfns.FnEventEmit:          hostEventEmit,
+		hostfns.FnCapabilities:       hostCapabilities,
+		hostfns.FnStateGet:           hostStateGet,
+		hostfns.FnStateSet:           hostStateSet,
+		hostfns.FnEnvGet:             hostEnvGet,
+		hostfns.FnExecRun:            hostExecRun,
+		hostfns.FnExecStart:          hostExecStart,
+		hostfns.FnExecPoll:           hostExecTask(false),
+		hostfns.FnExecKill:           hostExecTask(true),
+		hostfns.FnHTTPRequest:        hostHTTPRequest,
+		hostfns.FnSessionEventAppend: hostSessionEventAppend,
+		hostfns.FnSubagentProviders:  hostSubagentProviders,
+		hostfns.FnSubagentRun:        hostSubagentRun,
+	}
 }
 
 // setupNeutral are the host functions whose answers in dsh_setup are the
 // same for every agent: logging, and the load-time functions, which a
 // per-agent instance's setup may call but which register nothing. A setup
-// that called only these can be part of an instance image (image.go).
+// that called only these can be part of an instance image (image.go). They
+// are also the functions a dsh_init may call and still be recorded for a
+// lazy load (manifest.go): each answer depends only on the request, the
+// plugin's key and the registry, which a replay consults again.
 var setupNeutral = map[string]bool{
 	hostfns.FnLog: true, hostfns.FnSectionRegister: true, hostfns.FnSectionUnregister: true,
 	hostfns.FnVariableRegister: true, hostfns.FnVariableUnregister: true, hostfns.FnToolRegister: true,
@@ -107,7 +118,20 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 			stack[0] = in.deliver(hostfns.ErrCanceled, []byte(f.Name+": the call was stopped: "+err.Error()), outPtr, outCap)
 			return
 		}
-		st, payload := in.serve(f, impl, cs, inPtr, inLen, outPtr, outCap)
+		var st hostfns.Status
+		var payload []byte
+		answered := false
+		if cs.replay != nil {
+			// A new load-time instance re-running the first one's history:
+			// answered from the record, nothing done again (manifest.go).
+			st, payload, answered = cs.replay.answer(in, f.Name, inPtr, inLen)
+		}
+		if !answered {
+			st, payload = in.serve(f, impl, cs, inPtr, inLen, outPtr, outCap)
+			if cs.rec != nil {
+				cs.rec.note(in, f.Name, inPtr, inLen, st, payload)
+			}
+		}
 		stack[0] = in.deliver(st, payload, outPtr, outCap)
 	}
 }
@@ -123,11 +147,8 @@ func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, i
 	if uint64(outPtr)+uint64(outCap) > uint64(memSize) {
 		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: out buffer %#x+%d is outside guest memory (%d bytes)", f.Name, outPtr, outCap, memSize))
 	}
-	if limit, why := in.p.requestLimit(f.Name); inLen > limit {
-		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d%s", f.Name, inLen, limit, why))
-	}
-	if !cs.chargeHost(in.p, int64(inLen)) {
-		return hostfns.ErrLimit, []byte(fmt.Sprintf("%s: this call's host byte budget (grants.limits.host_bytes, %d bytes) is spent", f.Name, in.p.limits.HostBytes))
+	if st, payload := in.admit(f, cs, inLen); st != hostfns.StatusOK {
+		return st, payload
 	}
 	req, ok := in.mem.Read(inPtr, inLen)
 	if !ok {
@@ -136,6 +157,25 @@ func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, i
 	if inLen > 0 && outCap > 0 && inPtr < outPtr+outCap && outPtr < inPtr+inLen {
 		return hostfns.ErrBadPointer, []byte(fmt.Sprintf("%s: request %#x+%d overlaps the out buffer %#x+%d", f.Name, inPtr, inLen, outPtr, outCap))
 	}
+	return in.handle(f, impl, cs, req)
+}
+
+// admit checks a request's length against the function's limit and
+// charges it to the call's host byte budget, before the host reads it.
+func (in *instance) admit(f hostfns.Func, cs *callState, inLen uint32) (hostfns.Status, []byte) {
+	if limit, why := in.p.requestLimit(f.Name); inLen > limit {
+		return hostfns.ErrTooLarge, []byte(fmt.Sprintf("%s: request of %d bytes exceeds the limit of %d%s", f.Name, inLen, limit, why))
+	}
+	if !cs.chargeHost(in.p, int64(inLen)) {
+		return hostfns.ErrLimit, []byte(fmt.Sprintf("%s: this call's host byte budget (grants.limits.host_bytes, %d bytes) is spent", f.Name, in.p.limits.HostBytes))
+	}
+	return hostfns.StatusOK, nil
+}
+
+// handle checks an admitted request's encoding and phase, runs impl, and
+// charges the response. A recorded dsh_init is replayed through it too
+// (manifest.go), so a replay answers as the live call would.
+func (in *instance) handle(f hostfns.Func, impl hostImpl, cs *callState, req []byte) (hostfns.Status, []byte) {
 	if !utf8.Valid(req) {
 		return hostfns.ErrBadUTF8, []byte(f.Name + ": request is not valid UTF-8")
 	}

@@ -33,6 +33,7 @@ type instance struct {
 	alloc    api.Function
 	loadTime bool
 	agentID  string
+	clock    *recorder // its wall clock reports to this (a recorded load-time instance)
 
 	// sem is the instance's lock: one call at a time (see lock.go); owner
 	// is the root of the chain of calls holding it.
@@ -89,6 +90,8 @@ type callState struct {
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
 	scoped bool       // dsh_setup called a host function that is not setupNeutral
+	rec    *recorder  // set during a dsh_init whose host calls are recorded (manifest.go)
+	replay *replayer  // set during a dsh_init answered from such a record
 	facts  *prompt.AgentFacts
 	export string
 	// hostBytes is what the call's host functions read and produced so
@@ -141,7 +144,7 @@ func (p *Plugin) envList() []string {
 // moduleConfig is an instance's module config: WASI with the real
 // clocks, a sleep the budget can wake, stdio to the log, the granted
 // environment and the fs jail.
-func (p *Plugin) moduleConfig(facts *prompt.AgentFacts) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
+func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, clock *recorder) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
 	lw := newLineLogger(p)
 	sl := &sleeper{}
 	cfg := wazero.NewModuleConfig().
@@ -154,6 +157,9 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts) (wazero.ModuleConfig, *l
 		WithRandSource(rand.Reader).
 		WithStdout(lw).
 		WithStderr(lw)
+	if clock != nil {
+		cfg = cfg.WithWalltime(clock.now, sys.ClockResolution(time.Microsecond.Nanoseconds()))
+	}
 	for _, name := range p.spec.Env {
 		if v, ok := os.LookupEnv(name); ok {
 			cfg = cfg.WithEnv(name, v)
@@ -172,10 +178,14 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts) (wazero.ModuleConfig, *l
 // then dsh_setup unless this is the load-time instance's first life (whose
 // init runInit calls).
 func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
+	if err := p.ensureCompiled(ctx); err != nil {
+		return nil, err
+	}
 	if p.isExtism() {
 		return p.newExtismInstance(ctx, loadTime, facts)
 	}
-	cfg, lw, sl, jail, err := p.moduleConfig(facts)
+	clock := p.recording(facts)
+	cfg, lw, sl, jail, err := p.moduleConfig(facts, clock)
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +198,15 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	var img *image
 	env := ""
 	ictx := ctx
+	hist := p.historyFor(loadTime)
 	if p.snapshots {
 		env = p.environment(jail, p.envList())
-		if img = p.imageFor(env); img != nil || p.mapFresh {
+		if hist == nil {
+			// A load-time instance that re-runs dsh_init starts fresh: an
+			// image may hold dsh_setup's state.
+			img = p.imageFor(env)
+		}
+		if img != nil || p.mapFresh {
 			ictx = instantiateContext(ctx, img, &alloc)
 		}
 	}
@@ -205,7 +221,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
+	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{}, clock: clock,
 		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard,
 		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
@@ -248,6 +264,23 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	p.mu.Unlock()
 	if first {
 		return in, nil
+	}
+	if hist != nil {
+		err := in.rerun(ctx, hist)
+		if err == nil {
+			return in, nil
+		}
+		in.close(errDiscarded)
+		if !errors.Is(err, errReplayDiverged) {
+			return nil, err
+		}
+		// The guest asked for something else this time: set the
+		// instance up as a per-agent one instead, as before records.
+		p.log.Warn("a new load-time instance did not repeat the first one's history; setting it up with dsh_setup", "err", err)
+		p.mu.Lock()
+		p.history = nil
+		p.mu.Unlock()
+		return p.newInstance(ctx, loadTime, facts)
 	}
 	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
 		return in, nil
@@ -522,8 +555,9 @@ func classifyTrap(err error) error {
 // lineLogger forwards a guest's stdout and stderr to the plugin's logger,
 // a line at a time.
 type lineLogger struct {
-	pw   *io.PipeWriter
-	done chan struct{}
+	pw    *io.PipeWriter
+	done  chan struct{}
+	wrote atomic.Bool // the guest wrote to stdout or stderr
 }
 
 func newLineLogger(p *Plugin) *lineLogger {
@@ -542,7 +576,12 @@ func newLineLogger(p *Plugin) *lineLogger {
 	return l
 }
 
-func (l *lineLogger) Write(b []byte) (int, error) { return l.pw.Write(b) }
+func (l *lineLogger) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		l.wrote.Store(true)
+	}
+	return l.pw.Write(b)
+}
 
 func (l *lineLogger) Close() error {
 	l.pw.Close()

@@ -100,6 +100,15 @@ func readInstrumented(path string) ([]byte, func(), bool) {
 }
 
 func writeInstrumented(path string, body []byte) {
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc32.ChecksumIEEE(body))
+	writeCacheFile(path, []byte(instrumentedMagic), sum[:], body)
+}
+
+// writeCacheFile writes the concatenation of parts to path through a
+// temporary file and a rename, so that a reader sees the whole entry or
+// none. Best effort: the cache is an accelerator.
+func writeCacheFile(path string, parts ...[]byte) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
@@ -107,17 +116,18 @@ func writeInstrumented(path string, body []byte) {
 	if err != nil {
 		return
 	}
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], crc32.ChecksumIEEE(body))
-	_, err1 := f.WriteString(instrumentedMagic)
-	_, err2 := f.Write(hdr[:])
-	_, err3 := f.Write(body)
-	err4 := f.Close()
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		os.Remove(f.Name())
-		return
+	for _, b := range parts {
+		if _, err = f.Write(b); err != nil {
+			break
+		}
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
 		os.Remove(f.Name())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,27 @@ type Plugin struct {
 	// host functions, which are told the calling module.
 	byModule sync.Map
 
+	// A lazy load (manifest.go): key is the plugin's manifest key ("" when
+	// it may not load lazily); manifest, when set, is what it registered
+	// from; src is kept until compile needs it. compiled is set once the
+	// module is (at once for an eager load); compileMu serialises
+	// compiling with closing the runtime, which sets rtClosed.
+	key       string
+	manifest  *manifest
+	src       *moduleSource
+	compiled  atomic.Bool
+	compileMu sync.Mutex
+	rtClosed  bool
+	rec       *recorder // the dsh_init being recorded (guarded by mu)
+	recorded  *manifest // what the last dsh_init recorded, written once committed
+	// history is the load-time instance's, while every call in it can be
+	// answered again (manifest.go); saved is the manifest this process
+	// recorded, while it goes on recording events into it; eventsUsed
+	// counts the manifest's events replayed. All guarded by mu.
+	history    *history
+	saved      *manifest
+	eventsUsed int
+
 	contrib *contrib
 	logs    logRate // Limits.LogBytes
 	// halted, once set by haltAll, stops every call of the plugin as it
@@ -97,27 +119,61 @@ func (p *Plugin) Capabilities() hostfns.Capabilities { return p.contrib.capabili
 // Contribution lists what the plugin registered.
 func (p *Plugin) Contribution() Contribution { return p.contrib.snapshot() }
 
-// prepare reads, verifies and compiles the module and creates its runtime.
+// prepare reads and verifies the module, and compiles it and creates its
+// runtime, unless it may load lazily from a manifest the cache holds.
 func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, err error) {
 	src, err := h.readSource(spec.Source, spec.SHA256)
 	if err != nil {
 		return nil, err
 	}
-	digest := src.digest
 	cfg := spec.Config
 	if len(cfg) == 0 {
 		cfg = []byte("{}")
 	} else if !json.Valid(cfg) {
 		return nil, fmt.Errorf("%w: config is not valid JSON", ErrSource)
 	}
-	p := &Plugin{h: h, name: name, source: spec.Source, digest: digest, spec: spec,
+	p := &Plugin{h: h, name: name, source: spec.Source, digest: src.digest, spec: spec,
 		limits: spec.Limits.withDefaults(), config: cfg, agents: map[string]*agentSlot{},
-		log: h.log.With("plugin", name)}
+		log: h.log.With("plugin", name), src: src}
 	p.contrib = newContrib(p)
+	if err := p.openSandbox(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.closeSandbox()
+		}
+	}()
+	if h.lazyEligible(spec) {
+		if p.key, err = p.manifestKey(); err != nil {
+			return nil, err
+		}
+		if m, ok := h.cache.readManifest(p.key); ok {
+			p.manifest, p.abi, p.exports = m, ABIDsh, map[string]bool{}
+			for _, e := range m.Exports {
+				p.exports[e] = true
+			}
+			return p, nil
+		}
+	}
+	if err := p.compile(ctx); err != nil {
+		return nil, err
+	}
+	p.src = nil
+	p.compiled.Store(true)
+	return p, nil
+}
+
+// compile rewrites the module for interruption (from the cache when it can),
+// creates the plugin's runtime and compiles the module in it. A plugin
+// that registered from a manifest must turn out to be the module the
+// manifest describes: a dsh:host/v1 plugin with the same exports.
+func (p *Plugin) compile(ctx context.Context) (err error) {
+	h, src := p.h, p.src
 	var b []byte // the module to compile
-	if spec.noInterrupt {
+	if p.spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, release, err := h.cache.instrumentSource(digest, src.bytes); err == nil {
+	} else if ib, release, err := h.cache.instrumentSource(src.digest, src.bytes); err == nil {
 		// wazero copies what it keeps of the module: the bytes are not
 		// needed past CompileModule.
 		defer release()
@@ -129,7 +185,7 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 	}
 	if b == nil {
 		if b, err = src.bytes(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	rcfg := h.cache.runtimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
@@ -137,36 +193,44 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 	defer func() {
 		if err != nil {
 			p.rt.Close(ctx)
+			p.rt = nil
 		}
 	}()
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, p.rt); err != nil {
-		return nil, fmt.Errorf("instantiate WASI: %w", err)
+		return fmt.Errorf("instantiate WASI: %w", err)
 	}
 	if err := p.instantiateHostModule(ctx); err != nil {
-		return nil, fmt.Errorf("instantiate %s: %w", hostfns.Module, err)
+		return fmt.Errorf("instantiate %s: %w", hostfns.Module, err)
 	}
 	if p.module, err = p.rt.CompileModule(ctx, b); err != nil {
-		return nil, fmt.Errorf("%w: compile: %w", ErrABI, err)
+		return fmt.Errorf("%w: compile: %w", ErrABI, err)
 	}
-	if p.abi, err = p.detectABI(); err != nil {
-		return nil, err
+	abi, err := p.detectABI()
+	if err != nil {
+		return err
 	}
-	if p.isExtism() {
-		if err := p.prepareExtism(ctx); err != nil {
-			return nil, err
+	if p.manifest != nil {
+		exports, err := p.checkModule()
+		if err != nil {
+			return err
 		}
-	} else if err := p.checkModule(); err != nil {
-		return nil, err
-	} else if p.snapshots {
+		if abi != ABIDsh || !maps.Equal(exports, p.exports) {
+			return fmt.Errorf("%w: the module is not the one its manifest describes (ABI %s, exports %v)", ErrABI, abi, slices.Sorted(maps.Keys(exports)))
+		}
+	} else if p.abi = abi; p.isExtism() {
+		if err := p.prepareExtism(ctx); err != nil {
+			return err
+		}
+	} else if p.exports, err = p.checkModule(); err != nil {
+		return err
+	}
+	if p.snapshots && !p.isExtism() {
 		// A module that starts with a memory big enough for an image grows
 		// it in small steps as it runs (a Go guest from its initial 3 MiB),
 		// and on the Go heap each step copies the whole memory.
 		p.mapFresh = p.module.ExportedMemories()["memory"].Min() >= minImageBytes/pageSize
 	}
-	if err := p.openSandbox(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return nil
 }
 
 var exportSigs = map[string][2][]api.ValueType{
@@ -181,28 +245,29 @@ var exportSigs = map[string][2][]api.ValueType{
 	hostfns.ExportInitialize: {nil, nil},
 }
 
-// checkModule refuses modules that do not speak dsh:host/v1.
-func (p *Plugin) checkModule() error {
+// checkModule refuses modules that do not speak dsh:host/v1, and returns
+// the dsh:host/v1 exports of those that do.
+func (p *Plugin) checkModule() (map[string]bool, error) {
 	for _, imp := range p.module.ImportedFunctions() {
 		mod, name, _ := imp.Import()
 		switch mod {
 		case hostfns.Module:
 			if !slices.ContainsFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name }) {
-				return fmt.Errorf("%w: module imports %s::%s, which ABI version %d does not define", ErrABI, mod, name, hostfns.ABIVersion)
+				return nil, fmt.Errorf("%w: module imports %s::%s, which ABI version %d does not define", ErrABI, mod, name, hostfns.ABIVersion)
 			}
 			continue
 		case wasi_snapshot_preview1.ModuleName:
 			continue
 		}
 		if mod == "extism:host/env" || mod == "extism:host/user" {
-			return fmt.Errorf("%w: module imports %s::%s: it is an Extism plugin, not a dsh:host/v1 plugin", ErrABI, mod, name)
+			return nil, fmt.Errorf("%w: module imports %s::%s: it is an Extism plugin, not a dsh:host/v1 plugin", ErrABI, mod, name)
 		}
 		if len(mod) > len("dsh:host/") && mod[:len("dsh:host/")] == "dsh:host/" {
-			return fmt.Errorf("%w: module imports %s::%s: this host speaks %s (ABI version %d)", ErrABI, mod, name, hostfns.Module, hostfns.ABIVersion)
+			return nil, fmt.Errorf("%w: module imports %s::%s: this host speaks %s (ABI version %d)", ErrABI, mod, name, hostfns.Module, hostfns.ABIVersion)
 		}
-		return fmt.Errorf("%w: module imports %s::%s, which this host does not provide", ErrABI, mod, name)
+		return nil, fmt.Errorf("%w: module imports %s::%s, which this host does not provide", ErrABI, mod, name)
 	}
-	p.exports = map[string]bool{}
+	exports := map[string]bool{}
 	defs := p.module.ExportedFunctions()
 	for name, sig := range exportSigs {
 		d, ok := defs[name]
@@ -210,23 +275,23 @@ func (p *Plugin) checkModule() error {
 			continue
 		}
 		if !slices.Equal(d.ParamTypes(), sig[0]) || !slices.Equal(d.ResultTypes(), sig[1]) {
-			return fmt.Errorf("%w: export %s has signature %v -> %v, want %v -> %v", ErrABI, name,
+			return nil, fmt.Errorf("%w: export %s has signature %v -> %v, want %v -> %v", ErrABI, name,
 				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(sig[0]), typeNames(sig[1]))
 		}
-		p.exports[name] = true
+		exports[name] = true
 	}
-	if _, ok := defs["_start"]; ok && !p.exports[hostfns.ExportInitialize] {
-		return fmt.Errorf("%w: the module is a command (it exports _start and no _initialize), so its exports cannot be called after main returns; build it as a library: Go -buildmode=c-shared, C/clang -mexec-model=reactor (or -nostdlib -Wl,--no-entry), Rust crate-type cdylib", ErrABI)
+	if _, ok := defs["_start"]; ok && !exports[hostfns.ExportInitialize] {
+		return nil, fmt.Errorf("%w: the module is a command (it exports _start and no _initialize), so its exports cannot be called after main returns; build it as a library: Go -buildmode=c-shared, C/clang -mexec-model=reactor (or -nostdlib -Wl,--no-entry), Rust crate-type cdylib", ErrABI)
 	}
 	for _, req := range []string{hostfns.ExportABIVersion, hostfns.ExportAlloc, hostfns.ExportInit} {
-		if !p.exports[req] {
-			return fmt.Errorf("%w: module does not export %s; is it a dsh:host/v1 plugin?", ErrABI, req)
+		if !exports[req] {
+			return nil, fmt.Errorf("%w: module does not export %s; is it a dsh:host/v1 plugin?", ErrABI, req)
 		}
 	}
 	if _, ok := p.module.ExportedMemories()["memory"]; !ok {
-		return fmt.Errorf("%w: module does not export its memory as \"memory\"", ErrABI)
+		return nil, fmt.Errorf("%w: module does not export its memory as \"memory\"", ErrABI)
 	}
-	return nil
+	return exports, nil
 }
 
 func typeNames(ts []api.ValueType) []string {
@@ -237,14 +302,23 @@ func typeNames(ts []api.ValueType) []string {
 	return out
 }
 
-// runInit creates the load-time instance and runs dsh_init inside tx.
+// runInit creates the load-time instance and runs dsh_init inside tx, or
+// replays the manifest's dsh_init (manifest.go). A dsh_init that may be
+// recorded for a later lazy load is; p.recorded is then its manifest.
 func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
+	if p.manifest != nil {
+		return p.replayInit(ctx, tx)
+	}
+	var rec *recorder
+	if !p.isExtism() {
+		rec = &recorder{}
+	}
 	p.mu.Lock()
-	p.initing = true
+	p.initing, p.rec, p.recorded, p.history = true, rec, nil, nil
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		p.initing = false
+		p.initing, p.rec = false, nil
 		p.mu.Unlock()
 	}()
 	inst, err := p.newInstance(ctx, true, nil)
@@ -258,7 +332,7 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 	if p.isExtism() {
 		return p.extismInit(ctx, tx, inst)
 	}
-	cs := &callState{tx: tx, init: true}
+	cs := &callState{tx: tx, init: true, rec: rec}
 	st, out, err := inst.invoke(ctx, cs, hostfns.ExportInit, p.limits.InitTimeout, p.config)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInit, err)
@@ -269,6 +343,17 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 	if !p.spec.Inspect {
 		if err := p.checkNeeds(); err != nil {
 			return err
+		}
+	}
+	if rec != nil && rec.why == "" {
+		p.mu.Lock()
+		p.history = &history{init: rec.calls, bytes: rec.bytes}
+		p.mu.Unlock()
+	}
+	if rec != nil && p.key != "" {
+		var why string
+		if p.recorded, why = p.recordedManifest(ctx, rec, inst); why != "" {
+			p.log.Debug("loads eagerly: its init cannot be replayed", "why", why)
 		}
 	}
 	return nil
@@ -427,10 +512,30 @@ func (p *Plugin) haltAll(why error) {
 }
 
 func (p *Plugin) closeRuntime() {
-	if err := p.rt.Close(context.Background()); err != nil {
-		p.log.Warn("close runtime", "err", err)
+	p.compileMu.Lock()
+	rt := p.rt
+	p.rtClosed = true
+	p.compileMu.Unlock()
+	if rt != nil {
+		if err := rt.Close(context.Background()); err != nil {
+			p.log.Warn("close runtime", "err", err)
+		}
 	}
 	p.closeImages()
+}
+
+// recording is the recorder of the dsh_init in progress, for the
+// load-time instance (facts nil) it runs in; nil otherwise.
+func (p *Plugin) recording(facts *prompt.AgentFacts) *recorder {
+	if facts != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.initing {
+		return nil
+	}
+	return p.rec
 }
 
 // ready2 returns the slot's instance if it is ready, without waiting.

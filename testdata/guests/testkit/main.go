@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/guest"
@@ -45,6 +46,13 @@ type config struct {
 	// WaterfallReturn: the waterfall handler of an event returns this
 	// exact JSON, whatever it was given.
 	WaterfallReturn map[string]json.RawMessage `json:"waterfall_return"`
+	// ClockRead reads the wall clock in dsh_init; ClockSection registers
+	// a section that shows it.
+	ClockRead    bool `json:"clock_read"`
+	ClockSection bool `json:"clock_section"`
+	// InitRead reads this file in dsh_init; InitPrint prints this line.
+	InitRead  string `json:"init_read"`
+	InitPrint string `json:"init_print"`
 	Extra           map[string]json.RawMessage `json:"extra"`
 }
 
@@ -135,6 +143,20 @@ func init() {
 			for _, pr := range c.InitProbes {
 				probeLog = append(probeLog, runProbe(pr))
 			}
+			if c.InitRead != "" {
+				os.ReadFile(c.InitRead)
+			}
+			if c.InitPrint != "" {
+				fmt.Println(c.InitPrint)
+			}
+			if c.ClockRead && time.Now().Year() < 2000 {
+				return errors.New("testkit: the clock is before 2000")
+			}
+			if c.ClockSection {
+				if err := p.Section("clock", 50, "Loaded at "+time.Now().UTC().Format(time.RFC3339Nano)+"."); err != nil {
+					return err
+				}
+			}
 		}
 		if !p.Loading() {
 			for _, pr := range c.SetupProbes {
@@ -214,7 +236,7 @@ func dynamicText(ctx guest.Context) (string, error) {
 		return "", err
 	}
 	if f.AgentID == "" {
-		b, _ := json.Marshal(map[string]any{"probes": probeLog, "init_runs": initCounter})
+		b, _ := json.Marshal(map[string]any{"probes": probeLog, "init_runs": initCounter, "events": eventLog})
 		return string(b), nil
 	}
 	return fmt.Sprintf("agent %s runs %s", f.AgentID, f.Model), nil

@@ -1,0 +1,574 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+)
+
+// A load-time instance's history is what it did through the host: the
+// host calls of its dsh_init, with their answers, then those of each event
+// it handled that belonged to no agent. While every call in it can be
+// answered again, a new load-time instance (the first was discarded, or
+// the plugin loaded lazily) re-runs that history with each host call
+// answered from the record and nothing done twice (rerun), so that it
+// ends in the state the first one had. The guest must ask for exactly
+// what it asked for the first time; if it does not, the instance is made
+// with dsh_setup instead, like a per-agent one.
+//
+// A lazy load (Options.LazyCompile) registers a plugin without compiling
+// its module, from a manifest: the history its last load recorded in the
+// cache, under a key of everything its dsh_init could see. The module is
+// compiled, and its first instance made, when something first needs its
+// code: a tool call, a dynamic section or variable, an event the manifest
+// did not record. A warm start then costs a small file read per plugin
+// instead of turning megabytes of cached machine code back into a module.
+//
+// What is recorded for a manifest: a dsh_init that called only the host
+// functions of replayable (logging, registrations, needs, subscriptions,
+// and reads that change nothing), each of whose answers a replay asks for
+// again; that did not touch its fs jail (not even a listing); and that
+// wrote nothing to stdout or stderr. The key holds the module's digest,
+// the plugin's name (its argv[0]), config, limits and grants, the values
+// of the environment variables it may read, the guest paths of its
+// load-time mounts and the ABI version. A dsh_init that read the wall
+// clock is recorded only if a second run, with the clock a year and a day
+// on, asks the host for exactly the same (clockIndependent). Randomness
+// and the monotonic clock are not in the key: a Go guest's runtime reads
+// both as it starts, and registrations that depend on them would differ
+// at every load anyway. Then, up to maxEvents, the agentless events the
+// load-time instance handled after it under the same rules, none of them
+// reading the clock: a lazy load answers the same event with the same
+// payload, in the same order, by replaying its host calls (a subagent
+// plugin registers its tool when its provider arrives).
+//
+// A replay runs each recorded request through the same checks and
+// implementation as the live call, against today's registry, and compares
+// each answer with the recorded one. A dsh_init whose answers differ
+// (another plugin now owns a name, the plugin's limits refuse it) is
+// undone and the plugin loads as without a manifest; an event whose
+// answers differ is carried on by the guest, in a load-time instance
+// whose re-run answers the event's calls so far as they were just
+// answered. A manifest is written only after a load that committed, so a
+// plugin whose init fails never gets one, and fails at every load.
+
+// manifestVersion names the manifest format and the replay rules; change
+// it when either changes, and old manifests stop matching.
+const manifestVersion = "dsh-manifest-v1"
+
+// maxRecorded caps the bytes of requests and answers one manifest holds;
+// a dsh_init past it loads eagerly every time.
+const maxRecorded = 16 << 20
+
+// replayable are the host functions a recorded dsh_init may call: the
+// setupNeutral ones, and reads that change nothing, whose answers a
+// replay asks for again and compares (the subagent providers the host
+// offers, a granted environment variable).
+var replayable = func() map[string]bool {
+	m := maps.Clone(setupNeutral)
+	m[hostfns.FnSubagentProviders] = true
+	m[hostfns.FnEnvGet] = true
+	return m
+}()
+
+// errReplayDiverged: a recorded host call was answered differently now.
+var errReplayDiverged = errors.New("the recorded history no longer replays")
+
+type recordedCall struct {
+	Fn     string         `json:"fn"`
+	Req    []byte         `json:"req"`
+	Status hostfns.Status `json:"status"`
+	Resp   []byte         `json:"resp,omitempty"`
+}
+
+type recordedEvent struct {
+	Event   string            `json:"event"`
+	Payload []byte            `json:"payload"`
+	Calls   []recordedCall    `json:"calls"`
+	Status  hostfns.OutStatus `json:"status"`
+	Out     []byte            `json:"out,omitempty"`
+}
+
+type manifest struct {
+	Version string          `json:"version"`
+	Key     string          `json:"key"`
+	Exports []string        `json:"exports"`
+	Calls   []recordedCall  `json:"calls"`
+	Events  []recordedEvent `json:"events,omitempty"`
+}
+
+// history is a load-time instance's record (see above); it is never
+// changed once a plugin holds it, only replaced.
+type history struct {
+	init   []recordedCall
+	events []recordedEvent
+	bytes  int
+}
+
+// with returns h with ev appended, or nil past the record's bounds.
+func (h *history) with(ev recordedEvent, n int) *history {
+	if h == nil || len(h.events) >= maxHistoryEvents || h.bytes+n > maxRecorded {
+		return nil
+	}
+	return &history{init: h.init, events: append(slices.Clip(h.events), ev), bytes: h.bytes + n}
+}
+
+// maxEvents caps the events a manifest records; maxHistoryEvents those a
+// load-time instance's history keeps (past it, a new load-time instance
+// is set up with dsh_setup).
+const (
+	maxEvents        = 32
+	maxHistoryEvents = 256
+)
+
+// recorder collects a dsh_init's host calls. why, once set, says why the
+// init cannot be replayed; it is written only from the init's goroutine.
+type recorder struct {
+	calls    []recordedCall
+	bytes    int
+	why      string
+	walltime atomic.Bool
+	shift    time.Duration // added to the wall clock (clockIndependent)
+}
+
+func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns.Status, payload []byte) {
+	if r.why != "" {
+		return
+	}
+	if !replayable[fn] {
+		r.why = "it called " + fn
+		return
+	}
+	req, ok := in.mem.Read(inPtr, inLen)
+	if !ok {
+		r.why = "a request outside guest memory"
+		return
+	}
+	if r.bytes += len(req) + len(payload); r.bytes > maxRecorded {
+		r.why = "its requests are too large to record"
+		r.calls = nil
+		return
+	}
+	r.calls = append(r.calls, recordedCall{Fn: fn, Req: bytes.Clone(req), Status: st, Resp: bytes.Clone(payload)})
+}
+
+// now is the wall clock of a recorded load-time instance, shifted by
+// r.shift in the second run that checks whether the clock mattered.
+func (r *recorder) now() (int64, int32) {
+	r.walltime.Store(true)
+	t := time.Now().Add(r.shift)
+	return t.Unix(), int32(t.Nanosecond())
+}
+
+// clockShift is how far the check of a dsh_init that read the wall clock
+// moves the clock: a year, a day, hours, minutes and seconds on, so that
+// a registration showing any of them comes out different.
+const clockShift = 366*24*time.Hour + 25*time.Hour + 17*time.Minute + 29*time.Second + 123456789
+
+// clockIndependent runs dsh_init again in a fresh load-time instance whose
+// wall clock is clockShift ahead, its host calls answered from calls: a
+// dsh_init that asks the host for exactly the same things at another time
+// registered nothing that depends on the time (a Go guest reads the clock
+// when it loads a time zone, say). Only then may its record be replayed
+// at a later load.
+func (p *Plugin) clockIndependent(ctx context.Context, calls []recordedCall) bool {
+	check := &recorder{shift: clockShift}
+	p.mu.Lock()
+	p.rec = check
+	p.mu.Unlock()
+	in, err := p.newInstance(ctx, true, nil)
+	if err != nil {
+		return false
+	}
+	defer in.close(errDiscarded)
+	return in.rerun(ctx, &history{init: calls}) == nil && check.walltime.Load()
+}
+
+// lazyEligible reports whether the plugin may load from a manifest and
+// have its init recorded for one.
+func (h *Host) lazyEligible(spec Spec) bool {
+	return h.lazy && h.cache != nil && h.cache.manifests != "" && !spec.Inspect && !spec.noInterrupt &&
+		spec.checkNeeds == nil && (spec.ABI == "" || spec.ABI == ABIDsh)
+}
+
+// manifestKey is the key of the plugin's manifest (see above).
+func (p *Plugin) manifestKey() (string, error) {
+	mounts, err := p.fsRoots(nil)
+	if err != nil {
+		return "", err
+	}
+	limits, err := json.Marshal(p.limits)
+	if err != nil {
+		return "", err
+	}
+	grants, err := json.Marshal(p.spec.Grants)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	field(manifestVersion)
+	field(strconv.Itoa(hostfns.ABIVersion))
+	field(p.digest)
+	field(p.name)
+	field(string(p.config))
+	field(string(limits))
+	field(string(grants))
+	env := p.envList()
+	field(strconv.Itoa(len(env)))
+	for _, kv := range env {
+		field(kv)
+	}
+	field(strconv.Itoa(len(mounts)))
+	for _, m := range mounts {
+		field(m.GuestPath)
+		field(strconv.FormatBool(m.ReadOnly))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (c *Cache) manifestPath(key string) string {
+	return filepath.Join(c.manifests, key+".json")
+}
+
+// readManifest returns the manifest stored under key, if there is a
+// well-formed one.
+func (c *Cache) readManifest(key string) (*manifest, bool) {
+	b, err := os.ReadFile(c.manifestPath(key))
+	if err != nil {
+		return nil, false
+	}
+	var m manifest
+	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key {
+		return nil, false
+	}
+	return &m, true
+}
+
+// writeManifest stores m, best effort: a manifest that is not written
+// costs the next load a compilation.
+func (c *Cache) writeManifest(m *manifest) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	writeCacheFile(c.manifestPath(m.Key), b)
+}
+
+func (c *Cache) dropManifest(key string) { os.Remove(c.manifestPath(key)) }
+
+// recordedManifest is the manifest of the init rec recorded, or nil with
+// the reason it cannot be replayed.
+func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *instance) (*manifest, string) {
+	switch {
+	case rec.why != "":
+		return nil, rec.why
+	case load.jail != nil && load.jail.Used():
+		return nil, "it used its files"
+	case wroteStdio(load):
+		return nil, "it wrote to stdout or stderr"
+	case rec.walltime.Load() && !p.clockIndependent(ctx, rec.calls):
+		return nil, "it read the wall clock, and asks the host for other things at another time"
+	}
+	return &manifest{Version: manifestVersion, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls}, ""
+}
+
+// replayInit registers what the manifest's dsh_init registered, as that
+// init would now: each recorded request goes through the live checks and
+// implementation, and must be answered as it was.
+func (p *Plugin) replayInit(ctx context.Context, tx *prompt.Tx) error {
+	p.contrib.reset()
+	in := &instance{p: p, loadTime: true}
+	cs := &callState{ctx: ctx, tx: tx, init: true, export: hostfns.ExportInit}
+	for i, c := range p.manifest.Calls {
+		if st, payload, ok := in.replayCall(cs, c); !ok {
+			return fmt.Errorf("%w: call %d (%s) was answered %d %q and now %d %q", errReplayDiverged, i+1, c.Fn, c.Status, c.Resp, st, payload)
+		}
+	}
+	if err := p.checkNeeds(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.history = &history{init: p.manifest.Calls}
+	p.mu.Unlock()
+	return nil
+}
+
+// replayCall serves a recorded call again and reports whether it was
+// answered as recorded.
+func (in *instance) replayCall(cs *callState, c recordedCall) (hostfns.Status, []byte, bool) {
+	f, ok := hostFunc(c.Fn)
+	if !ok || !replayable[c.Fn] {
+		return hostfns.ErrNotFound, []byte(c.Fn + ": not a host function a record may hold"), false
+	}
+	st, payload := in.replay(f, cs, c.Req)
+	return st, payload, st == c.Status && bytes.Equal(payload, c.Resp)
+}
+
+// replay serves one recorded request as serve would have, without guest
+// memory.
+func (in *instance) replay(f hostfns.Func, cs *callState, req []byte) (st hostfns.Status, payload []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			in.p.log.Error("host function panicked", "func", f.Name, "panic", r)
+			st, payload = hostfns.ErrInternal, []byte(fmt.Sprintf("%s: internal error", f.Name))
+		}
+	}()
+	if st, payload := in.admit(f, cs, uint32(len(req))); st != hostfns.StatusOK {
+		return st, payload
+	}
+	return in.handle(f, hostImpls[f.Name], cs, req)
+}
+
+func hostFunc(name string) (hostfns.Func, bool) {
+	i := slices.IndexFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name })
+	if i < 0 || hostImpls[name] == nil {
+		return hostfns.Func{}, false
+	}
+	return hostfns.Funcs[i], true
+}
+
+// ensureCompiled compiles a lazily loaded plugin's module, once; every
+// instance is made after it. A failure is the caller's (the call that
+// needed the module), and the next caller tries again.
+func (p *Plugin) ensureCompiled(ctx context.Context) error {
+	if p.compiled.Load() {
+		return nil
+	}
+	p.compileMu.Lock()
+	defer p.compileMu.Unlock()
+	if p.compiled.Load() {
+		return nil
+	}
+	if p.rtClosed {
+		return fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
+	start := time.Now()
+	if err := p.compile(ctx); err != nil {
+		p.h.cache.dropManifest(p.key)
+		return &CallError{Plugin: p.name, Export: "compile", Err: err}
+	}
+	p.src = nil
+	p.compiled.Store(true)
+	p.log.Debug("compiled on first use", "took", time.Since(start))
+	return nil
+}
+
+// saveManifest writes what the committed init recorded, if anything, and
+// goes on recording the load-time instance's events into it.
+func (p *Plugin) saveManifest() {
+	p.mu.Lock()
+	m := p.recorded
+	p.recorded, p.saved = nil, m
+	p.mu.Unlock()
+	if m != nil {
+		p.h.cache.writeManifest(m)
+	}
+}
+
+func wroteStdio(in *instance) bool {
+	lw, ok := in.logw.(*lineLogger)
+	return ok && lw.wrote.Load()
+}
+
+// historyFor returns the history a new load-time instance re-runs, or
+// nil: for a per-agent instance, the first load-time instance, or a
+// plugin whose history cannot be answered again.
+func (p *Plugin) historyFor(loadTime bool) *history {
+	if !loadTime {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.initing {
+		return nil
+	}
+	return p.history
+}
+
+// A replayer answers a re-run's host calls from a record. The guest must
+// ask the same, in the same order: what it registered then is what the
+// registry holds. With live set, the calls after the record are served
+// as usual (an event carried on after its replay diverged).
+type replayer struct {
+	calls    []recordedCall
+	next     int
+	live     bool
+	diverged string
+}
+
+// answer answers the next call from the record; ok false means serve it.
+func (r *replayer) answer(in *instance, fn string, inPtr, inLen uint32) (_ hostfns.Status, _ []byte, ok bool) {
+	if r.diverged == "" && r.live && r.next >= len(r.calls) {
+		return 0, nil, false
+	}
+	if r.diverged == "" {
+		req, ok := in.mem.Read(inPtr, inLen)
+		switch {
+		case r.next >= len(r.calls):
+			r.diverged = fmt.Sprintf("host call %d (%s) is past the %d recorded", r.next+1, fn, len(r.calls))
+		case !ok:
+			r.diverged = fmt.Sprintf("host call %d (%s) has a request outside guest memory", r.next+1, fn)
+		case r.calls[r.next].Fn != fn || !bytes.Equal(r.calls[r.next].Req, req):
+			r.diverged = fmt.Sprintf("host call %d is %s, and was %s with another request", r.next+1, fn, r.calls[r.next].Fn)
+		}
+	}
+	if r.diverged != "" {
+		return hostfns.ErrCanceled, []byte(fn + ": the re-run did not repeat the first: " + r.diverged), true
+	}
+	c := r.calls[r.next]
+	r.next++
+	return c.Status, c.Resp, true
+}
+
+// done reports how the re-run of one export went.
+func (r *replayer) done(st hostfns.OutStatus, out []byte, err error, wantSt hostfns.OutStatus, wantOut []byte) error {
+	if err == nil && r.diverged == "" && r.next < len(r.calls) {
+		r.diverged = fmt.Sprintf("it made %d of the %d host calls recorded", r.next, len(r.calls))
+	}
+	if err == nil && r.diverged == "" && (st != wantSt || !bytes.Equal(out, wantOut)) {
+		r.diverged = fmt.Sprintf("it returned %d %q, and %d %q the first time", st, out, wantSt, wantOut)
+	}
+	if r.diverged != "" {
+		return fmt.Errorf("%w: %s", errReplayDiverged, r.diverged)
+	}
+	return err
+}
+
+// rerun re-runs h in a new load-time instance: dsh_init, then each event.
+func (in *instance) rerun(ctx context.Context, h *history) error {
+	p := in.p
+	r := &replayer{calls: h.init}
+	st, out, err := in.invoke(ctx, &callState{init: true, replay: r}, hostfns.ExportInit, p.limits.InitTimeout, p.config)
+	if err = r.done(st, out, err, hostfns.OutOK, nil); err != nil {
+		return &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: fmt.Errorf("re-run for a new load-time instance: %w", err)}
+	}
+	for _, ev := range h.events {
+		r := &replayer{calls: ev.Calls}
+		st, out, err := in.invoke(ctx, &callState{replay: r}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(ev.Event), emptyContext, ev.Payload)
+		if err = r.done(st, out, err, ev.Status, ev.Out); err != nil {
+			return &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("re-run of %s for a new load-time instance: %w", ev.Event, err)}
+		}
+	}
+	return nil
+}
+
+// loadTimeEvent delivers an event that belongs to no agent: replayed from
+// the manifest when the plugin loaded lazily and this is the event it
+// recorded next, or else to the load-time instance, recorded into its
+// history (and the manifest, while it is being recorded).
+func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte) (hostfns.OutStatus, []byte, error) {
+	st, out, handled, cont := p.replayEvent(ctx, event, payload)
+	if handled {
+		return st, out, nil
+	}
+	in, err := p.loadInstance(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	cs := &callState{}
+	if cont != nil {
+		cs.replay = &replayer{calls: cont, live: true}
+	} else if p.keepsHistory() {
+		cs.rec = &recorder{}
+	}
+	st, out, err = in.invoke(ctx, cs, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), emptyContext, payload)
+	p.noteEvent(cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
+	return st, out, err
+}
+
+func (p *Plugin) keepsHistory() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.history != nil
+}
+
+// replayEvent answers event from the manifest's record, if the plugin
+// loaded lazily, has no load-time instance yet, and recorded this event
+// next. When an answer differs, the calls so far are returned as cont,
+// for the guest to carry on from.
+func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) (_ hostfns.OutStatus, _ []byte, handled bool, cont []recordedCall) {
+	if p.manifest == nil {
+		return 0, nil, false, nil
+	}
+	p.loadCreate.Lock() // no load-time instance is made meanwhile
+	defer p.loadCreate.Unlock()
+	p.mu.Lock()
+	i, hist := p.eventsUsed, p.history
+	ok := p.load == nil && hist != nil && i < len(p.manifest.Events)
+	if ok {
+		ev := p.manifest.Events[i]
+		ok = ev.Event == event && bytes.Equal(ev.Payload, payload)
+	}
+	if !ok {
+		p.eventsUsed = len(p.manifest.Events) // the guest takes over from here
+		p.mu.Unlock()
+		return 0, nil, false, nil
+	}
+	p.eventsUsed++
+	p.mu.Unlock()
+	ev := p.manifest.Events[i]
+	in := &instance{p: p, loadTime: true}
+	cs := &callState{ctx: ctx}
+	for k, c := range ev.Calls {
+		st, resp, same := in.replayCall(cs, c)
+		if !same {
+			got := append(slices.Clone(ev.Calls[:k]), recordedCall{Fn: c.Fn, Req: c.Req, Status: st, Resp: resp})
+			p.log.Debug("a recorded event no longer replays; the guest carries it on", "event", event, "call", k+1)
+			p.mu.Lock()
+			p.eventsUsed = len(p.manifest.Events)
+			p.mu.Unlock()
+			return 0, nil, false, got
+		}
+	}
+	p.mu.Lock()
+	p.history = hist.with(ev, len(ev.Payload)+len(ev.Out))
+	p.mu.Unlock()
+	return ev.Status, ev.Out, true, nil
+}
+
+// noteEvent adds a handled event to the load-time instance's history, and
+// to the manifest being recorded; an event that cannot be answered again
+// ends both.
+func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err error) {
+	if rec == nil {
+		return
+	}
+	ok := err == nil && rec.why == ""
+	ev.Calls = rec.calls
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !ok {
+		p.history, p.saved = nil, nil
+		return
+	}
+	p.history = p.history.with(ev, rec.bytes+len(ev.Payload)+len(ev.Out))
+	m := p.saved
+	if m == nil || p.history == nil || len(m.Events) >= maxEvents || in != p.load ||
+		in.clock == nil || in.clock.walltime.Load() || (in.jail != nil && in.jail.Used()) || wroteStdio(in) {
+		p.saved = nil
+		return
+	}
+	next := *m
+	next.Events = append(slices.Clip(m.Events), ev)
+	p.saved = &next
+	p.h.cache.writeManifest(&next)
+}

@@ -1,0 +1,429 @@
+package plugin
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+)
+
+// lazyHost is a host with LazyCompile whose manifests live in dir: the
+// compiled code is the shared test cache's, so only the manifests are
+// the test's own.
+func lazyHost(t *testing.T, dir string) *Host {
+	t.Helper()
+	shared := sharedCache(t)
+	c := &Cache{c: shared.c, dir: shared.dir, manifests: dir}
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: c, Logger: slog.New(slog.DiscardHandler), LazyCompile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(bg) })
+	return h
+}
+
+func manifestsIn(t *testing.T, dir string) []manifest {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	var ms []manifest
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// loadState is the load-time instance's own view of itself (testkit's
+// dynamic section for no agent).
+type loadState struct {
+	Probes   []probeOutcome `json:"probes"`
+	InitRuns int            `json:"init_runs"`
+	Events   []string       `json:"events"`
+}
+
+type probeOutcome struct {
+	Status  uint32 `json:"status"`
+	Message string `json:"message"`
+}
+
+func loadTimeState(t *testing.T, p *Plugin) loadState {
+	t.Helper()
+	text, err := p.sectionText(bg, prompt.AssembleContext{}, "kit:dyn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s loadState
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		t.Fatalf("load-time state %q: %v", text, err)
+	}
+	return s
+}
+
+var lazyKit = map[string]any{
+	"sections":  []map[string]any{{"name": "kit:static", "order": 120, "text": "Static for {{kit_model}}."}, {"name": "kit:dyn", "order": 130, "dynamic": true}},
+	"variables": []string{"kit_model"},
+	"tools":     []string{"counter", "echo"},
+	"subscribe": []map[string]any{{"event": "custom/ping"}},
+	"init_probes": []map[string]any{
+		{"fn": hostfns.FnLog, "req": `{"level":"debug","message":"hello"}`},
+		{"fn": hostfns.FnSectionRegister, "req": `{"name":"kit:probe","order":140,"text":"From a probe."}`},
+	},
+}
+
+// A second load with the same key registers what the first did without
+// compiling; the module is compiled when a tool is first called, and the
+// load-time instance, made when first needed, has run dsh_init (once, in
+// itself) with the first run's answers, and registered nothing twice.
+func TestLazyLoadRegistersFromManifest(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)}
+
+	h1 := lazyHost(t, dir)
+	p1, err := h1.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p1.compiled.Load() || p1.Instances() != 1 {
+		t.Fatalf("first load: compiled %v, %d instances; want an eager load", p1.compiled.Load(), p1.Instances())
+	}
+	want, err := render(t, h1, agent("a", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContrib := p1.Contribution()
+	h1.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 1 || len(ms[0].Calls) < 8 {
+		t.Fatalf("manifests after the first load: %+v", ms)
+	}
+
+	h2 := lazyHost(t, dir)
+	p2, err := h2.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.compiled.Load() || p2.Instances() != 0 {
+		t.Fatalf("second load: compiled %v, %d instances; want a lazy load", p2.compiled.Load(), p2.Instances())
+	}
+	if got := p2.Contribution(); !reflect.DeepEqual(got, wantContrib) {
+		t.Errorf("contribution\n got %+v\nwant %+v", got, wantContrib)
+	}
+	if !p2.Capabilities().Exec && len(p2.Capabilities().FS) != 0 {
+		t.Errorf("capabilities = %+v", p2.Capabilities())
+	}
+	if r, err := p2.h.CallTool(bg, agent("a", "m"), "counter", nil); err != nil || r.Text != "1" {
+		t.Fatalf("counter = %+v, %v", r, err)
+	}
+	if !p2.compiled.Load() || p2.Instances() != 1 {
+		t.Fatalf("after a call: compiled %v, %d instances; want the agent's", p2.compiled.Load(), p2.Instances())
+	}
+	got, err := render(t, h2, agent("a", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("prompt\n got %q\nwant %q", got, want)
+	}
+	st := loadTimeState(t, p2)
+	if st.InitRuns != 1 || len(st.Probes) != 2 || st.Probes[0].Status != 0 || st.Probes[1].Status != 0 {
+		t.Errorf("load-time instance after a lazy load = %+v; want dsh_init run once, both probes answered OK as the first time", st)
+	}
+	if p2.Instances() != 2 {
+		t.Errorf("instances = %d, want the load-time one and the agent's", p2.Instances())
+	}
+}
+
+// A manifest whose answers differ today (another plugin registered the
+// section a probe registers) is not used: the plugin loads eagerly, and
+// its guest sees the answers as they are now.
+func TestLazyLoadFallsBackWhenTheRegistryChanged(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)}
+	h1 := lazyHost(t, dir)
+	if _, err := h1.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	h1.Close(bg)
+
+	h2 := lazyHost(t, dir)
+	if err := h2.Registry().Update(func(tx *prompt.Tx) error {
+		_, err := tx.AddSection(prompt.Section{Name: "kit:probe", Order: 10, Text: "Someone else's."})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h2.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.compiled.Load() || p.Instances() != 1 {
+		t.Fatalf("compiled %v, %d instances; want an eager load", p.compiled.Load(), p.Instances())
+	}
+	st := loadTimeState(t, p)
+	if len(st.Probes) != 2 || st.Probes[1].Status != uint32(hostfns.ErrRule) {
+		t.Errorf("probes = %+v; want the section probe refused, as a live load sees it", st.Probes)
+	}
+	if _, err := os.Stat(h2.cache.manifestPath(p.key)); err == nil {
+		// The refused probe changed what init saw: its record is new.
+		if ms := manifestsIn(t, dir); len(ms) != 1 || ms[0].Calls[1].Status != hostfns.ErrRule {
+			t.Errorf("manifest after the fallback = %+v", ms)
+		}
+	}
+}
+
+// What a dsh_init learns from outside its key keeps it from being
+// recorded: host calls with effects or inputs, and a registration that
+// shows the time. Reading the clock for something that does not change
+// what it registers is fine.
+func TestManifestOnlyForReplayableInits(t *testing.T) {
+	files := t.TempDir()
+	if err := os.WriteFile(filepath.Join(files, "notes.txt"), []byte("notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	needs := map[string]any{"fs": []map[string]any{{"path": files, "mode": "ro"}}}
+	grants := &config.Grants{FS: []config.FSGrant{{Path: files, Mode: config.ModeRO}}}
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		want   bool
+	}{
+		{"registrations", map[string]any{"tools": []string{"counter"}}, true},
+		{"files granted", map[string]any{"needs": needs, "tools": []string{"counter"}}, true},
+		{"file read", map[string]any{"needs": needs, "init_read": filepath.Join(files, "notes.txt")}, false},
+		{"missing file looked up", map[string]any{"needs": needs, "init_read": filepath.Join(files, "none.txt")}, false},
+		{"stdout", map[string]any{"init_print": "hello"}, false},
+		{"state", map[string]any{"init_probes": []map[string]any{{"fn": hostfns.FnStateGet, "req": `{"key":"k"}`}}}, false},
+		{"emit", map[string]any{"init_probes": []map[string]any{{"fn": hostfns.FnEventEmit, "req": `{"event":"custom/x","payload":{}}`}}}, false},
+		{"clock read", map[string]any{"clock_read": true, "tools": []string{"counter"}}, true},
+		{"clock shown", map[string]any{"clock_section": true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := lazyHost(t, dir)
+			spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, tc.config)}
+			if tc.config["needs"] != nil {
+				spec.Grants = grants
+			}
+			if _, err := h.Load(bg, spec); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(manifestsIn(t, dir)) == 1; got != tc.want {
+				t.Errorf("manifest written = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// An event that belongs to no agent, recorded after init, is answered
+// from the manifest at the next lazy load when it comes again with the
+// same payload; another event needs the guest, whose new load-time
+// instance re-runs init and the replayed event before handling it.
+func TestLazyLoadReplaysRecordedEvents(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)}
+	h1 := lazyHost(t, dir)
+	if _, err := h1.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.Bus().Emit(bg, "custom/ping", json.RawMessage(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	h1.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 1 || len(ms[0].Events) != 1 {
+		t.Fatalf("manifests = %+v; want one with the event", ms)
+	}
+
+	h2 := lazyHost(t, dir)
+	p, err := h2.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p.compiled.Load() || p.Instances() != 0 {
+		t.Fatalf("after the recorded event: compiled %v, %d instances; want it answered from the manifest", p.compiled.Load(), p.Instances())
+	}
+	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !p.compiled.Load() {
+		t.Fatal("a new event did not reach the guest")
+	}
+	st := loadTimeState(t, p)
+	want := []string{`custom/ping {"n":1}`, `custom/ping {"n":2}`}
+	if st.InitRuns != 1 || !reflect.DeepEqual(st.Events, want) {
+		t.Errorf("load-time instance = %+v; want init once and events %q", st, want)
+	}
+	// A listener's refusal still reaches the emitter.
+	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`"fail-please"`)); err == nil || !strings.Contains(err.Error(), "listener refused") {
+		t.Errorf("refusing listener: %v", err)
+	}
+}
+
+// A discarded load-time instance (here: closed under it) is made again
+// with the first one's state: dsh_init re-run against its record, the
+// events it handled since replayed, nothing registered twice.
+func TestNewLoadTimeInstanceRepeatsHistory(t *testing.T) {
+	h := newHost(t)
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Bus().Emit(bg, "custom/ping", json.RawMessage(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	load := p.load
+	p.mu.Unlock()
+	load.close(errDiscarded)
+	st := loadTimeState(t, p)
+	if st.InitRuns != 1 || len(st.Probes) != 2 || !reflect.DeepEqual(st.Events, []string{`custom/ping {"n":1}`}) {
+		t.Errorf("re-created load-time instance = %+v", st)
+	}
+	if c := p.Contribution(); len(c.Sections) != 3 || len(c.Tools) != 2 {
+		t.Errorf("contribution after the re-run = %+v", c)
+	}
+}
+
+// A manifest is a cache entry, not a grant: one edited to claim more
+// than the plugin may do is replayed through the live checks, and what
+// they refuse makes the plugin load as without it.
+func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(m *manifest)
+	}{
+		{"exec call", func(m *manifest) {
+			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnExecRun, Req: []byte(`{"argv":["id"]}`)})
+		}},
+		{"oversized section", func(m *manifest) {
+			big, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:big", Order: 150, Text: strings.Repeat("x", int(DefaultPromptBytes)+1)})
+			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnSectionRegister, Req: big})
+		}},
+		{"identity order", func(m *manifest) {
+			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnSectionRegister, Req: []byte(`{"name":"kit:first","order":-100,"text":"I am the harness."}`)})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+			h1 := lazyHost(t, dir)
+			p1, err := h1.Load(bg, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := p1.Contribution()
+			h1.Close(bg)
+			ms := manifestsIn(t, dir)
+			if len(ms) != 1 {
+				t.Fatalf("%d manifests", len(ms))
+			}
+			tc.tamper(&ms[0])
+			b, _ := json.Marshal(ms[0])
+			if err := os.WriteFile(filepath.Join(dir, ms[0].Key+".json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h2 := lazyHost(t, dir)
+			p2, err := h2.Load(bg, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p2.compiled.Load() {
+				t.Error("the tampered manifest was used")
+			}
+			if got := p2.Contribution(); !reflect.DeepEqual(got, want) {
+				t.Errorf("contribution = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// Many agents' first calls into a lazy plugin compile its module once.
+func TestLazyCompileOnceUnderConcurrentFirstCalls(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	h1 := lazyHost(t, dir)
+	if _, err := h1.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	h1.Close(bg)
+	h2 := lazyHost(t, dir)
+	p, err := h2.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h2.CallTool(bg, agent(string(rune('a'+i)), "m"), "counter", nil)
+			if err == nil && r.Text != "1" {
+				err = &CallError{Plugin: "kit", Export: "counter", Err: os.ErrInvalid}
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if p.Instances() != 8 {
+		t.Errorf("instances = %d, want 8", p.Instances())
+	}
+	rt := p.rt
+	if _, err := h2.CallTool(bg, agent("z", "m"), "counter", nil); err != nil || p.rt != rt {
+		t.Errorf("a later call: %v; runtime replaced %v", err, p.rt != rt)
+	}
+	h2.Close(bg)
+	if p.Instances() != 0 {
+		t.Errorf("instances after Close = %d", p.Instances())
+	}
+}
+
+// A lazy plugin that never needed its module closes without compiling it.
+func TestLazyPluginClosesUncompiled(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	h1 := lazyHost(t, dir)
+	if _, err := h1.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	h1.Close(bg)
+	h2 := lazyHost(t, dir)
+	p, err := h2.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Unload(bg, "kit"); err != nil {
+		t.Fatal(err)
+	}
+	if p.compiled.Load() || p.rt != nil {
+		t.Error("unloading compiled the module")
+	}
+	if _, err := h2.CallTool(bg, agent("a", "m"), "counter", nil); err == nil {
+		t.Error("a call after unload succeeded")
+	}
+	if err := p.ensureCompiled(bg); err == nil {
+		t.Error("compiled after its runtime was closed")
+	}
+}
