@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"gopkg.in/yaml.v3"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +38,8 @@ func startRows(c bconfig) ([]*row, error) {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return nil, err
 	}
-	prompt := func(cacheDir string) (string, time.Duration, time.Duration, error) {
-		cmd := exec.Command(bin, "prompt", "--config", exampleConfig, "--cwd", work)
+	promptOf := func(config, cacheDir string) (string, time.Duration, time.Duration, error) {
+		cmd := exec.Command(bin, "prompt", "--config", config, "--cwd", work)
 		cmd.Env = append(os.Environ(), "DSH_WASM_CACHE_DIR="+cacheDir)
 		cmd.Stderr = os.Stderr
 		t0 := time.Now()
@@ -48,6 +49,9 @@ func startRows(c bconfig) ([]*row, error) {
 			return "", 0, 0, fmt.Errorf("dsh-wasm prompt: %w", err)
 		}
 		return string(out), wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+	}
+	prompt := func(cacheDir string) (string, time.Duration, time.Duration, error) {
+		return promptOf(exampleConfig, cacheDir)
 	}
 	warmDir := filepath.Join(tmp, "warm-cache")
 	text, _, _, err := prompt(warmDir)
@@ -82,17 +86,40 @@ func startRows(c bconfig) ([]*row, error) {
 		}
 		return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 	}
+	// The same text as the persona of a deployment with no plugins: the
+	// dsh-wasm binary's own start (its package initialisation, the CLI,
+	// the harness's sections) with native text in place of the plugins.
+	nativeConfig := filepath.Join(tmp, "native.yml")
+	persona, _ := strings.CutPrefix(text, identityOf(text))
+	cfgYAML, err := yamlConfig(persona)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(nativeConfig, cfgYAML, 0o644); err != nil {
+		return nil, err
+	}
 	base := &row{group: group, name: "native Go stand-ins, same prompt", unit: "time"}
+	cli := &row{group: group, name: "dsh-wasm prompt, no plugins, their text as the persona", unit: "time", base: base.name}
 	warm := &row{group: group, name: "dsh-wasm prompt, warm cache", unit: "time", base: base.name}
+	warmCLI := &row{group: group, name: "dsh-wasm prompt, warm cache, against the same binary", unit: "time", base: cli.name}
+	eager := &row{group: group, name: "dsh-wasm prompt, warm cache without manifests", unit: "time", base: base.name}
 	cold := &row{group: group, name: "dsh-wasm prompt, cold (empty cache)", unit: "time", base: base.name}
-	var bc, wc, cc time.Duration
+	var bc, lc, wc, ec, cc time.Duration
 	for i := range c.process {
 		w, cpu, err := native()
 		if err != nil {
 			return nil, err
 		}
 		base.samples, bc = append(base.samples, float64(w)), bc+cpu
-		out, w, cpu, err := prompt(warmDir)
+		out, w, cpu, err := promptOf(nativeConfig, filepath.Join(tmp, "native-cache"))
+		if err != nil {
+			return nil, err
+		}
+		if out != text {
+			return nil, fmt.Errorf("the no-plugin prompt differs from the example's:\n%.300s\n%.300s", out, text)
+		}
+		cli.samples, lc = append(cli.samples, float64(w)), lc+cpu
+		out, w, cpu, err = prompt(warmDir)
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +127,19 @@ func startRows(c bconfig) ([]*row, error) {
 			return nil, fmt.Errorf("warm prompt differs from the first")
 		}
 		warm.samples, wc = append(warm.samples, float64(w)), wc+cpu
+		// Without manifests, every plugin is compiled from the cache (and
+		// its manifest written again), as before lazy loads.
+		if err := os.RemoveAll(filepath.Join(warmDir, "manifests")); err != nil {
+			return nil, err
+		}
+		out, w, cpu, err = prompt(warmDir)
+		if err != nil {
+			return nil, err
+		}
+		if out != text {
+			return nil, fmt.Errorf("warm prompt without manifests differs from the first")
+		}
+		eager.samples, ec = append(eager.samples, float64(w)), ec+cpu
 		out, w, cpu, err = prompt(filepath.Join(tmp, fmt.Sprintf("cold-%d", i)))
 		if err != nil {
 			return nil, err
@@ -110,8 +150,24 @@ func startRows(c bconfig) ([]*row, error) {
 		cold.samples, cc = append(cold.samples, float64(w)), cc+cpu
 	}
 	n := time.Duration(c.process)
-	base.cpu, warm.cpu, cold.cpu = float64(bc/n), float64(wc/n), float64(cc/n)
-	return []*row{base, warm, cold}, nil
+	base.cpu, cli.cpu, warm.cpu, eager.cpu, cold.cpu = float64(bc/n), float64(lc/n), float64(wc/n), float64(ec/n), float64(cc/n)
+	warmCLI.samples, warmCLI.cpu = warm.samples, warm.cpu
+	return []*row{base, cli, warm, warmCLI, eager, cold}, nil
+}
+
+// identityOf is the harness's identity section at the head of a prompt:
+// its first paragraph, which a deployment adds whatever its persona.
+func identityOf(text string) string {
+	if i := strings.Index(text, "\n\n"); i >= 0 {
+		return text[:i+2]
+	}
+	return ""
+}
+
+// yamlConfig is a deployment with the example's model, no plugins, and
+// persona as its persona, verbatim.
+func yamlConfig(persona string) ([]byte, error) {
+	return yaml.Marshal(map[string]any{"model": "deepseek-v4-flash", "persona": strings.TrimSuffix(persona, "\n")})
 }
 
 // nativePrompt is the baseline child: a deployment with no plugins whose
