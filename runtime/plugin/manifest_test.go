@@ -30,6 +30,32 @@ func lazyHost(t *testing.T, dir string) *Host {
 	return h
 }
 
+// record loads spec eagerly in a lazy host whose manifests live in dir,
+// so that its manifest is written, closes the host, and returns what the
+// plugin registered.
+func record(t *testing.T, dir string, spec Spec) Contribution {
+	t.Helper()
+	h := lazyHost(t, dir)
+	p, err := h.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Contribution()
+	h.Close(bg)
+	return c
+}
+
+// loadAgain loads spec in a new lazy host whose manifests live in dir.
+func loadAgain(t *testing.T, dir string, spec Spec) (*Host, *Plugin) {
+	t.Helper()
+	h := lazyHost(t, dir)
+	p, err := h.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}
+
 func manifestsIn(t *testing.T, dir string) []manifest {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -111,11 +137,7 @@ func TestLazyLoadRegistersFromManifest(t *testing.T) {
 		t.Fatalf("manifests after the first load: %+v", ms)
 	}
 
-	h2 := lazyHost(t, dir)
-	p2, err := h2.Load(bg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h2, p2 := loadAgain(t, dir, spec)
 	if p2.compiled.Load() || p2.Instances() != 0 {
 		t.Fatalf("second load: compiled %v, %d instances; want a lazy load", p2.compiled.Load(), p2.Instances())
 	}
@@ -153,11 +175,7 @@ func TestLazyLoadRegistersFromManifest(t *testing.T) {
 func TestLazyLoadFallsBackWhenTheRegistryChanged(t *testing.T) {
 	dir := t.TempDir()
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)}
-	h1 := lazyHost(t, dir)
-	if _, err := h1.Load(bg, spec); err != nil {
-		t.Fatal(err)
-	}
-	h1.Close(bg)
+	record(t, dir, spec)
 
 	h2 := lazyHost(t, dir)
 	if err := h2.Registry().Update(func(tx *prompt.Tx) error {
@@ -247,11 +265,7 @@ func TestLazyLoadReplaysRecordedEvents(t *testing.T) {
 		t.Fatalf("manifests = %+v; want one with the event", ms)
 	}
 
-	h2 := lazyHost(t, dir)
-	p, err := h2.Load(bg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h2, p := loadAgain(t, dir, spec)
 	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -322,13 +336,7 @@ func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
-			h1 := lazyHost(t, dir)
-			p1, err := h1.Load(bg, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := p1.Contribution()
-			h1.Close(bg)
+			want := record(t, dir, spec)
 			ms := manifestsIn(t, dir)
 			if len(ms) != 1 {
 				t.Fatalf("%d manifests", len(ms))
@@ -338,11 +346,7 @@ func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, ms[0].Key+".json"), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			h2 := lazyHost(t, dir)
-			p2, err := h2.Load(bg, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, p2 := loadAgain(t, dir, spec)
 			if !p2.compiled.Load() {
 				t.Error("the tampered manifest was used")
 			}
@@ -357,16 +361,8 @@ func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 func TestLazyCompileOnceUnderConcurrentFirstCalls(t *testing.T) {
 	dir := t.TempDir()
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
-	h1 := lazyHost(t, dir)
-	if _, err := h1.Load(bg, spec); err != nil {
-		t.Fatal(err)
-	}
-	h1.Close(bg)
-	h2 := lazyHost(t, dir)
-	p, err := h2.Load(bg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	record(t, dir, spec)
+	h2, p := loadAgain(t, dir, spec)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -404,16 +400,8 @@ func TestLazyCompileOnceUnderConcurrentFirstCalls(t *testing.T) {
 func TestLazyPluginClosesUncompiled(t *testing.T) {
 	dir := t.TempDir()
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
-	h1 := lazyHost(t, dir)
-	if _, err := h1.Load(bg, spec); err != nil {
-		t.Fatal(err)
-	}
-	h1.Close(bg)
-	h2 := lazyHost(t, dir)
-	p, err := h2.Load(bg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	record(t, dir, spec)
+	h2, p := loadAgain(t, dir, spec)
 	if err := h2.Unload(bg, "kit"); err != nil {
 		t.Fatal(err)
 	}

@@ -678,17 +678,24 @@ func TestPermissionBitsMasked(t *testing.T) {
 	}
 }
 
-func TestOpenFileLimit(t *testing.T) {
+// fileJail is a jail of one mount, /w, holding one file, name.
+func fileJail(t *testing.T, name string) (*Jail, experimentalsys.FS) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j, err := New([]Mount{{HostPath: dir, GuestPath: "/w"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
+	t.Cleanup(func() { j.Close() })
 	fsys, _ := j.FS("/w")
+	return j, fsys
+}
+
+func TestOpenFileLimit(t *testing.T) {
+	_, fsys := fileJail(t, "f")
 	var files []experimentalsys.File
 	for range MaxOpenFiles {
 		f, errno := fsys.OpenFile("f", experimentalsys.O_RDONLY, 0)

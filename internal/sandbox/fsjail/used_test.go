@@ -3,8 +3,6 @@
 package fsjail
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -52,16 +50,7 @@ func TestJailUsed(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			j, err := New([]Mount{{HostPath: dir, GuestPath: "/w"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer j.Close()
-			fsys, _ := j.FS("/w")
+			j, fsys := fileJail(t, "a.txt")
 			if errno := tc.op(fsys); errno != 0 {
 				t.Fatalf("op: %v", errno)
 			}
