@@ -42,6 +42,7 @@ failed; 2 usage.`,
 				return err
 			}
 			defer d.Close(ctx)
+			d.compileInBackground(logger)
 			if replay != "" {
 				fmt.Fprintf(s.err, "dsh-wasm: the model is a replay of %s; no live model is called\n", replay)
 			}

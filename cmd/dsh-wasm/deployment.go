@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // deploymentFlags are the flags of every command that reads a deployment
@@ -32,11 +33,39 @@ func (f *deploymentFlags) add(cmd *cobra.Command, withBaseURL bool) {
 type opened struct {
 	*deploy.Deployment
 	cache interface{ Close(context.Context) error }
+	// stopCompile stops compileInBackground and waits for it.
+	stopCompile func()
 }
 
 // Close closes the deployment, then its cache.
 func (o *opened) Close(ctx context.Context) error {
+	if o.stopCompile != nil {
+		o.stopCompile()
+	}
 	return errors.Join(o.Deployment.Close(ctx), o.cache.Close(ctx))
+}
+
+// compileInBackground compiles the plugins that loaded lazily, one at a
+// time, while the command goes on: a command that runs agents would
+// otherwise pay each plugin's compilation at its first tool call. Close
+// stops it (after the compilation under way). Failures are logged; the
+// plugin's first call reports them too.
+func (o *opened) compileInBackground(logger *slog.Logger) {
+	o.stopCompile = compileInBackground(o.Host(), logger)
+}
+
+// compileInBackground starts h.CompileAll and returns what stops it and
+// waits for it.
+func compileInBackground(h *plugin.Host, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.CompileAll(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("compile plugins in the background", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // open reads the deployment file and opens it: plugins loaded, nothing

@@ -94,6 +94,7 @@ deployment or the listener failed; 2 usage.`,
 				return err
 			}
 			defer d.Close(context.WithoutCancel(ctx))
+			d.compileInBackground(logger)
 			srv, err := mcpserver.New(ctx, mcpserver.Options{Deployment: d.Deployment, Workspace: cwd,
 				Name: "dsh-wasm", Version: version(), Logger: logger})
 			if err != nil {

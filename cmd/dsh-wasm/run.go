@@ -108,6 +108,7 @@ func runAgent(ctx context.Context, s streams, f *runFlags) error {
 		return err
 	}
 	defer d.Close(context.WithoutCancel(ctx))
+	d.compileInBackground(logger)
 	if f.replay != "" {
 		fmt.Fprintf(s.err, "dsh-wasm: the model is a replay of %s; no live model is called\n", f.replay)
 	}

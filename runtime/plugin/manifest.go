@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -354,11 +355,14 @@ func (p *Plugin) ensureCompiled(ctx context.Context) error {
 		return nil
 	}
 	p.compileMu.Lock()
-	defer p.compileMu.Unlock()
+	defer func() {
+		p.compileMu.Unlock()
+		p.releaseRuntime() // the plugin may have closed meanwhile
+	}()
 	if p.compiled.Load() {
 		return nil
 	}
-	if p.rtClosed {
+	if p.rtClosed || p.closing.Load() {
 		return fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
 	}
 	start := time.Now()
@@ -368,7 +372,7 @@ func (p *Plugin) ensureCompiled(ctx context.Context) error {
 	}
 	p.src = nil
 	p.compiled.Store(true)
-	p.log.Debug("compiled on first use", "took", time.Since(start))
+	p.log.Debug("module compiled after a lazy load", "took", time.Since(start))
 	return nil
 }
 
@@ -571,4 +575,29 @@ func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err er
 	next.Events = append(slices.Clip(m.Events), ev)
 	p.saved = &next
 	p.h.cache.writeManifest(&next)
+}
+
+// CompileAll compiles the module of every loaded plugin that loaded lazily
+// and has not needed it yet, one plugin at a time, until ctx is done: for
+// a long-running host that would rather compile in the background now
+// than on each plugin's first call. It returns what failed (a plugin's
+// first call would fail the same way, and try again).
+func (h *Host) CompileAll(ctx context.Context) error {
+	h.mu.RLock()
+	ps := make([]*Plugin, 0, len(h.plugins))
+	for _, p := range h.plugins {
+		ps = append(ps, p)
+	}
+	h.mu.RUnlock()
+	slices.SortFunc(ps, func(a, b *Plugin) int { return strings.Compare(a.name, b.name) })
+	var errs []error
+	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := p.ensureCompiled(ctx); err != nil && !errors.Is(err, ErrNotLoaded) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,7 +1,9 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -413,5 +416,53 @@ func TestLazyPluginClosesUncompiled(t *testing.T) {
 	}
 	if err := p.ensureCompiled(bg); err == nil {
 		t.Error("compiled after its runtime was closed")
+	}
+}
+
+// CompileAll compiles lazily loaded modules without making instances, and
+// stops when its context is done.
+func TestCompileAll(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	record(t, dir, spec)
+	h, p := loadAgain(t, dir, spec)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := h.CompileAll(ctx); !errors.Is(err, context.Canceled) || p.compiled.Load() {
+		t.Errorf("cancelled CompileAll = %v, compiled %v", err, p.compiled.Load())
+	}
+	if err := h.CompileAll(bg); err != nil || !p.compiled.Load() || p.Instances() != 0 {
+		t.Errorf("CompileAll = %v; compiled %v, %d instances", err, p.compiled.Load(), p.Instances())
+	}
+}
+
+// Closing never waits for a compilation (wazero cannot stop one): the
+// runtime is closed by whoever ends it.
+func TestCloseDoesNotWaitForACompilation(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	record(t, dir, spec)
+	h, p := loadAgain(t, dir, spec)
+	if err := h.CompileAll(bg); err != nil {
+		t.Fatal(err)
+	}
+	p.compileMu.Lock() // a compilation under way
+	done := make(chan struct{})
+	go func() { h.Close(bg); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the compilation")
+	}
+	if p.rtClosed {
+		t.Error("the runtime was closed under the compilation")
+	}
+	p.compileMu.Unlock()
+	p.releaseRuntime() // what ensureCompiled does as it ends
+	if !p.rtClosed {
+		t.Error("the runtime was not closed once the compilation ended")
+	}
+	if err := p.ensureCompiled(bg); err != nil {
+		t.Errorf("ensureCompiled of a compiled plugin = %v", err)
 	}
 }

@@ -59,14 +59,15 @@ type Plugin struct {
 	// A lazy load (manifest.go): key is the plugin's manifest key ("" when
 	// it may not load lazily); manifest, when set, is what it registered
 	// from; src is kept until compile needs it. compiled is set once the
-	// module is (at once for an eager load); compileMu serialises
-	// compiling with closing the runtime, which sets rtClosed.
+	// module is (at once for an eager load); compileMu is held while it
+	// compiles, and by whoever closes the runtime, which sets rtClosed.
 	key       string
 	manifest  *manifest
 	src       *moduleSource
 	compiled  atomic.Bool
 	compileMu sync.Mutex
 	rtClosed  bool
+	closing   atomic.Bool // closeRuntime was called
 	rec       *recorder // the dsh_init being recorded (guarded by mu)
 	recorded  *manifest // what the last dsh_init recorded, written once committed
 	// history is the load-time instance's, while every call in it can be
@@ -511,11 +512,27 @@ func (p *Plugin) haltAll(why error) {
 	}
 }
 
+// closeRuntime closes the plugin's runtime, at once or, when a
+// compilation holds it (a lazy plugin's, which wazero cannot stop), as
+// soon as that ends: closing never waits for a compiler.
 func (p *Plugin) closeRuntime() {
-	p.compileMu.Lock()
-	rt := p.rt
+	p.closing.Store(true)
+	p.releaseRuntime()
+}
+
+// releaseRuntime closes the runtime if the plugin is closing and no
+// compilation holds it. Whoever ends a compilation calls it again, so
+// the last one out closes the runtime.
+func (p *Plugin) releaseRuntime() {
+	if !p.closing.Load() || !p.compileMu.TryLock() {
+		return
+	}
+	rt, done := p.rt, p.rtClosed
 	p.rtClosed = true
 	p.compileMu.Unlock()
+	if done {
+		return
+	}
 	if rt != nil {
 		if err := rt.Close(context.Background()); err != nil {
 			p.log.Warn("close runtime", "err", err)
