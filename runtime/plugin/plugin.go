@@ -68,8 +68,8 @@ type Plugin struct {
 	compileMu sync.Mutex
 	rtClosed  bool
 	closing   atomic.Bool // closeRuntime was called
-	rec       *recorder // the dsh_init being recorded (guarded by mu)
-	recorded  *manifest // what the last dsh_init recorded, written once committed
+	rec       *recorder   // the dsh_init being recorded (guarded by mu)
+	recorded  *manifest   // what the last dsh_init recorded, written once committed
 	// history is the load-time instance's, while every call in it can be
 	// answered again (manifest.go); saved is the manifest this process
 	// recorded, while it goes on recording events into it; eventsUsed
