@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -73,7 +74,7 @@ const manifestVersion = "dsh-manifest-v1"
 
 // maxRecorded caps the bytes of requests and answers one manifest holds;
 // a dsh_init past it loads eagerly every time.
-const maxRecorded = 16 << 20
+const maxRecorded = 4 << 20
 
 // replayable are the host functions a recorded dsh_init may call: the
 // setupNeutral ones, and reads that change nothing, whose answers a
@@ -253,8 +254,15 @@ func (c *Cache) manifestPath(key string) string {
 // readManifest returns the manifest stored under key, if there is a
 // well-formed one.
 func (c *Cache) readManifest(key string) (*manifest, bool) {
-	b, err := os.ReadFile(c.manifestPath(key))
+	f, err := os.Open(c.manifestPath(key))
 	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	// A record is at most maxRecorded bytes, each at most 4/3 as long in
+	// base64; anything much longer is not one of ours.
+	b, err := io.ReadAll(io.LimitReader(f, 4*maxRecorded))
+	if err != nil || len(b) == 4*maxRecorded {
 		return nil, false
 	}
 	var m manifest

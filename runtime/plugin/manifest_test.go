@@ -466,3 +466,62 @@ func TestCloseDoesNotWaitForACompilation(t *testing.T) {
 		t.Errorf("ensureCompiled of a compiled plugin = %v", err)
 	}
 }
+
+// A recorded event whose answers differ part way is carried on by the
+// guest: its new load-time instance re-runs init, then gets the event with
+// the calls already made answered as they just were, and the rest live.
+func TestDivergedEventIsCarriedOnByTheGuest(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
+		"sections":  []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
+		"subscribe": []map[string]any{{"event": "custom/ping"}},
+		"event_probes": []map[string]any{
+			{"fn": hostfns.FnSectionRegister, "req": `{"name":"kit:ev1","order":140,"text":"One."}`},
+			{"fn": hostfns.FnSectionRegister, "req": `{"name":"kit:ev2","order":141,"text":"Two."}`},
+		},
+	})}
+	h1 := lazyHost(t, dir)
+	if _, err := h1.Load(bg, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	h1.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 1 || len(ms[0].Events) != 1 || len(ms[0].Events[0].Calls) != 2 {
+		t.Fatalf("manifests = %+v", ms)
+	}
+
+	h2 := lazyHost(t, dir)
+	if err := h2.Registry().Update(func(tx *prompt.Tx) error {
+		_, err := tx.AddSection(prompt.Section{Name: "kit:ev2", Order: 10, Text: "Someone else's."})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h2.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.compiled.Load() {
+		t.Fatal("the load was eager; the test needs a lazy one")
+	}
+	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !p.compiled.Load() {
+		t.Fatal("the diverged event did not reach the guest")
+	}
+	st := loadTimeState(t, p)
+	if st.InitRuns != 1 || len(st.Events) != 1 || len(st.Probes) != 2 ||
+		st.Probes[0].Status != 0 || st.Probes[1].Status != uint32(hostfns.ErrRule) {
+		t.Errorf("load-time instance = %+v; want init once, the event once, its first probe OK and its second refused", st)
+	}
+	var sections []string
+	for _, s := range p.Contribution().Sections {
+		sections = append(sections, s.Name)
+	}
+	if !reflect.DeepEqual(sections, []string{"kit:dyn", "kit:ev1"}) {
+		t.Errorf("sections = %q", sections)
+	}
+}

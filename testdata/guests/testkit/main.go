@@ -50,6 +50,8 @@ type config struct {
 	// a section that shows it.
 	ClockRead    bool `json:"clock_read"`
 	ClockSection bool `json:"clock_section"`
+	// EventProbes run in every listener, after the event is logged.
+	EventProbes []probe `json:"event_probes"`
 	// InitRead reads this file in dsh_init; InitPrint prints this line.
 	InitRead  string `json:"init_read"`
 	InitPrint string `json:"init_print"`
@@ -211,8 +213,12 @@ func init() {
 					return waterfall(ev, model, payload)
 				})
 			} else {
+				probes := c.EventProbes
 				err = p.On(ev, func(ctx guest.Context, payload []byte) error {
 					eventLog = append(eventLog, ev+" "+string(payload))
+					for _, pr := range probes {
+						probeLog = append(probeLog, runProbe(pr))
+					}
 					if strings.Contains(string(payload), "fail-please") {
 						return errors.New("listener refused")
 					}
