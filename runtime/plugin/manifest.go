@@ -72,9 +72,21 @@ import (
 // it when either changes, and old manifests stop matching.
 const manifestVersion = "dsh-manifest-v1"
 
-// maxRecorded caps the bytes of requests and answers one manifest holds;
-// a dsh_init past it loads eagerly every time.
-const maxRecorded = 4 << 20
+// maxRecorded caps the bytes of requests and answers a load-time
+// instance's history holds (past it, a new load-time instance is set up
+// with dsh_setup); maxManifest those a manifest holds, init and events
+// (past it, the plugin loads eagerly, or the manifest records no more
+// events). A real plugin's record is a few KiB; the caps bound what a
+// hostile one makes the host keep in memory and write to disk.
+const (
+	maxRecorded = 4 << 20
+	maxManifest = 1 << 20
+)
+
+// maxClockCheck is the longest dsh_init that is run a second time to see
+// whether the clock it read mattered (clockIndependent): a slow one is
+// not recorded, so that recording never costs much more than the load.
+const maxClockCheck = time.Second
 
 // replayable are the host functions a recorded dsh_init may call: the
 // setupNeutral ones, and reads that change nothing, whose answers a
@@ -111,6 +123,7 @@ type manifest struct {
 	Exports []string        `json:"exports"`
 	Calls   []recordedCall  `json:"calls"`
 	Events  []recordedEvent `json:"events,omitempty"`
+	bytes   int             // what the record holds, against maxManifest
 }
 
 // history is a load-time instance's record (see above); it is never
@@ -134,7 +147,7 @@ func (h *history) with(ev recordedEvent, n int) *history {
 // is set up with dsh_setup).
 const (
 	maxEvents        = 32
-	maxHistoryEvents = 256
+	maxHistoryEvents = 64
 )
 
 // recorder collects a dsh_init's host calls. why, once set, says why the
@@ -259,10 +272,10 @@ func (c *Cache) readManifest(key string) (*manifest, bool) {
 		return nil, false
 	}
 	defer f.Close()
-	// A record is at most maxRecorded bytes, each at most 4/3 as long in
-	// base64; anything much longer is not one of ours.
-	b, err := io.ReadAll(io.LimitReader(f, 4*maxRecorded))
-	if err != nil || len(b) == 4*maxRecorded {
+	// A manifest records at most maxManifest bytes, each at most 4/3 as
+	// long in base64; anything much longer is not one of ours.
+	b, err := io.ReadAll(io.LimitReader(f, 4*maxManifest))
+	if err != nil || len(b) == 4*maxManifest {
 		return nil, false
 	}
 	var m manifest
@@ -286,18 +299,22 @@ func (c *Cache) dropManifest(key string) { os.Remove(c.manifestPath(key)) }
 
 // recordedManifest is the manifest of the init rec recorded, or nil with
 // the reason it cannot be replayed.
-func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *instance) (*manifest, string) {
+func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *instance, took time.Duration) (*manifest, string) {
 	switch {
 	case rec.why != "":
 		return nil, rec.why
+	case rec.bytes > maxManifest:
+		return nil, "its host calls are too large to record"
 	case load.jail != nil && load.jail.Used():
 		return nil, "it used its files"
 	case wroteStdio(load):
 		return nil, "it wrote to stdout or stderr"
+	case rec.walltime.Load() && took > maxClockCheck:
+		return nil, "it read the wall clock, and took too long to run again"
 	case rec.walltime.Load() && !p.clockIndependent(ctx, rec.calls):
 		return nil, "it read the wall clock, and asks the host for other things at another time"
 	}
-	return &manifest{Version: manifestVersion, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls}, ""
+	return &manifest{Version: manifestVersion, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls, bytes: rec.bytes}, ""
 }
 
 // replayInit registers what the manifest's dsh_init registered, as that
@@ -465,9 +482,13 @@ func (r *replayer) done(st hostfns.OutStatus, out []byte, err error, wantSt host
 	return err
 }
 
-// rerun re-runs h in a new load-time instance: dsh_init, then each event.
+// rerun re-runs h in a new load-time instance: dsh_init, then each event,
+// all within the init budget's wall time, so that a plugin slow only the
+// second time costs what a slow dsh_setup would.
 func (in *instance) rerun(ctx context.Context, h *history) error {
 	p := in.p
+	ctx, cancel := context.WithTimeout(ctx, p.limits.InitTimeout)
+	defer cancel()
 	r := &replayer{calls: h.init}
 	st, out, err := in.invoke(ctx, &callState{init: true, replay: r}, hostfns.ExportInit, p.limits.InitTimeout, p.config)
 	if err = r.done(st, out, err, hostfns.OutOK, nil); err != nil {
@@ -572,15 +593,16 @@ func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err er
 		p.history, p.saved = nil, nil
 		return
 	}
-	p.history = p.history.with(ev, rec.bytes+len(ev.Payload)+len(ev.Out))
+	n := rec.bytes + len(ev.Payload) + len(ev.Out)
+	p.history = p.history.with(ev, n)
 	m := p.saved
-	if m == nil || p.history == nil || len(m.Events) >= maxEvents || in != p.load ||
+	if m == nil || p.history == nil || len(m.Events) >= maxEvents || m.bytes+n > maxManifest || in != p.load ||
 		in.clock == nil || in.clock.walltime.Load() || (in.jail != nil && in.jail.Used()) || wroteStdio(in) {
 		p.saved = nil
 		return
 	}
 	next := *m
-	next.Events = append(slices.Clip(m.Events), ev)
+	next.Events, next.bytes = append(slices.Clip(m.Events), ev), m.bytes+n
 	p.saved = &next
 	p.h.cache.writeManifest(&next)
 }

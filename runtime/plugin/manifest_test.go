@@ -525,3 +525,24 @@ func TestDivergedEventIsCarriedOnByTheGuest(t *testing.T) {
 		t.Errorf("sections = %q", sections)
 	}
 }
+
+// A history stops being kept past its bounds: a new load-time instance is
+// then set up with dsh_setup, and the host keeps no more of it.
+func TestHistoryBounds(t *testing.T) {
+	h := &history{}
+	for i := range maxHistoryEvents {
+		if h = h.with(recordedEvent{Event: "e"}, 1); h == nil {
+			t.Fatalf("dropped at event %d", i+1)
+		}
+	}
+	if h.with(recordedEvent{Event: "e"}, 1) != nil {
+		t.Errorf("kept past %d events", maxHistoryEvents)
+	}
+	if (&history{}).with(recordedEvent{Event: "e"}, maxRecorded+1) != nil {
+		t.Errorf("kept past %d bytes", maxRecorded)
+	}
+	var none *history
+	if none.with(recordedEvent{Event: "e"}, 1) != nil {
+		t.Error("a history that was dropped came back")
+	}
+}

@@ -334,7 +334,9 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 		return p.extismInit(ctx, tx, inst)
 	}
 	cs := &callState{tx: tx, init: true, rec: rec}
+	start := time.Now()
 	st, out, err := inst.invoke(ctx, cs, hostfns.ExportInit, p.limits.InitTimeout, p.config)
+	took := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInit, err)
 	}
@@ -353,7 +355,7 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 	}
 	if rec != nil && p.key != "" {
 		var why string
-		if p.recorded, why = p.recordedManifest(ctx, rec, inst); why != "" {
+		if p.recorded, why = p.recordedManifest(ctx, rec, inst, took); why != "" {
 			p.log.Debug("loads eagerly: its init cannot be replayed", "why", why)
 		}
 	}
