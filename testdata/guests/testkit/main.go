@@ -53,9 +53,9 @@ type config struct {
 	// EventProbes run in every listener, after the event is logged.
 	EventProbes []probe `json:"event_probes"`
 	// InitRead reads this file in dsh_init; InitPrint prints this line.
-	InitRead  string `json:"init_read"`
-	InitPrint string `json:"init_print"`
-	Extra           map[string]json.RawMessage `json:"extra"`
+	InitRead  string                     `json:"init_read"`
+	InitPrint string                     `json:"init_print"`
+	Extra     map[string]json.RawMessage `json:"extra"`
 }
 
 // probe is one raw host call. Req is sent as the request unless a pointer
