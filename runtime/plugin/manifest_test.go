@@ -59,6 +59,24 @@ func loadAgain(t *testing.T, dir string, spec Spec) (*Host, *Plugin) {
 	return h, p
 }
 
+// loadTaken loads spec in a new lazy host whose manifests live in dir,
+// after another owner registered the section called taken.
+func loadTaken(t *testing.T, dir string, spec Spec, taken string) (*Host, *Plugin) {
+	t.Helper()
+	h := lazyHost(t, dir)
+	if err := h.Registry().Update(func(tx *prompt.Tx) error {
+		_, err := tx.AddSection(prompt.Section{Name: taken, Order: 10, Text: "Someone else's."})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}
+
 func manifestsIn(t *testing.T, dir string) []manifest {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -180,17 +198,7 @@ func TestLazyLoadFallsBackWhenTheRegistryChanged(t *testing.T) {
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)}
 	record(t, dir, spec)
 
-	h2 := lazyHost(t, dir)
-	if err := h2.Registry().Update(func(tx *prompt.Tx) error {
-		_, err := tx.AddSection(prompt.Section{Name: "kit:probe", Order: 10, Text: "Someone else's."})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := h2.Load(bg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h2, p := loadTaken(t, dir, spec, "kit:probe")
 	if !p.compiled.Load() || p.Instances() != 1 {
 		t.Fatalf("compiled %v, %d instances; want an eager load", p.compiled.Load(), p.Instances())
 	}
@@ -492,17 +500,7 @@ func TestDivergedEventIsCarriedOnByTheGuest(t *testing.T) {
 		t.Fatalf("manifests = %+v", ms)
 	}
 
-	h2 := lazyHost(t, dir)
-	if err := h2.Registry().Update(func(tx *prompt.Tx) error {
-		_, err := tx.AddSection(prompt.Section{Name: "kit:ev2", Order: 10, Text: "Someone else's."})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := h2.Load(bg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h2, p := loadTaken(t, dir, spec, "kit:ev2")
 	if p.compiled.Load() {
 		t.Fatal("the load was eager; the test needs a lazy one")
 	}
