@@ -544,3 +544,31 @@ func TestHistoryBounds(t *testing.T) {
 		t.Error("a history that was dropped came back")
 	}
 }
+
+// A reload replaces a lazily loaded plugin like any other: from the
+// manifest when the new spec has one, and the old plugin's registrations
+// are gone either way.
+func TestReloadOfALazyPlugin(t *testing.T) {
+	dir := t.TempDir()
+	one := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	two := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"echo"}})}
+	record(t, dir, one)
+	record(t, dir, two)
+	h, p1 := loadAgain(t, dir, one)
+	p2, err := h.Reload(bg, two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.compiled.Load() {
+		t.Error("the reload compiled; want it from the manifest")
+	}
+	if _, err := h.CallTool(bg, agent("a", "m"), "counter", nil); !errors.Is(err, ErrNoTool) {
+		t.Errorf("the old plugin's tool after the reload: %v", err)
+	}
+	if r, err := h.CallTool(bg, agent("a", "m"), "echo", []byte(`{"text":"hi"}`)); err != nil || r.IsError {
+		t.Errorf("the new plugin's tool: %+v, %v", r, err)
+	}
+	if p1.Instances() != 0 || p1.compiled.Load() {
+		t.Errorf("the replaced plugin: %d instances, compiled %v", p1.Instances(), p1.compiled.Load())
+	}
+}
