@@ -68,8 +68,10 @@ import (
 // answered. A manifest is written only after a load that committed, so a
 // plugin whose init fails never gets one, and fails at every load.
 
-// manifestVersion names the manifest format and the replay rules; change
-// it when either changes, and old manifests stop matching.
+// manifestVersion names the manifest format, the replay rules, and what a
+// guest sees as it starts that the key does not hold (its WASI arguments
+// and environment beyond the granted variables, the config's framing):
+// change it when any of them changes, and old manifests stop matching.
 const manifestVersion = "dsh-manifest-v1"
 
 // maxRecorded caps the bytes of requests and answers a load-time
