@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +66,17 @@ func compileInBackground(h *plugin.Host, logger *slog.Logger) (stop func()) {
 			logger.Warn("compile plugins in the background", "err", err)
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() {
+		cancel()
+		// A compilation under way cannot be stopped; the process is
+		// about to end, so wait for it only a little.
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
+	}
 }
 
 // open reads the deployment file and opens it: plugins loaded, nothing

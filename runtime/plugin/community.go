@@ -266,7 +266,7 @@ type extismState struct {
 
 // newExtismInstance instantiates a kernel and the guest linked to it.
 func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
-	cfg, lw, sl, jail, err := p.moduleConfig(facts, nil)
+	cfg, lw, sl, jail, err := p.moduleConfig(facts, 0)
 	if err != nil {
 		return nil, err
 	}

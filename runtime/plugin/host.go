@@ -662,7 +662,9 @@ func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
 			if _, err := efs.Open(file); err != nil {
 				return nil, err
 			}
-			return &moduleSource{digest: d, read: read}, nil
+			// Checked whenever the bytes are read (a cold cache): a
+			// stale digest file fails loudly there.
+			return &moduleSource{digest: d, read: verified(file, d, read)}, nil
 		}
 	}
 	f, err := efs.Open(file)
@@ -675,6 +677,30 @@ func readBuiltin(fsys fs.FS, file string) (*moduleSource, error) {
 		return nil, err
 	}
 	return &moduleSource{digest: hex.EncodeToString(hash.Sum(nil)), read: read}, nil
+}
+
+// verified reads with read and checks the bytes against digest.
+func verified(name, digest string, read func() ([]byte, error)) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		b, err := read()
+		if err != nil {
+			return nil, err
+		}
+		if got := digestOf(b); got != digest {
+			return nil, fmt.Errorf("%s is sha256:%s, not sha256:%s as it was when it loaded (or as its .sha256 file says)", name, got, digest)
+		}
+		return b, nil
+	}
+}
+
+// forgetBytes returns s without the bytes it holds, read again (and
+// checked against its digest) when needed: a lazily loaded plugin may
+// never need them. Only a file can be read again.
+func (s *moduleSource) forgetBytes(source string) *moduleSource {
+	if s.b == nil || strings.HasPrefix(source, "builtin:") {
+		return s
+	}
+	return &moduleSource{digest: s.digest, read: verified(source, s.digest, func() ([]byte, error) { return os.ReadFile(source) })}
 }
 
 // Builtins lists the built-in plugin names in fsys.

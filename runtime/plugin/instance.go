@@ -33,7 +33,6 @@ type instance struct {
 	alloc    api.Function
 	loadTime bool
 	agentID  string
-	clock    *recorder // its wall clock reports to this (a recorded load-time instance)
 
 	// sem is the instance's lock: one call at a time (see lock.go); owner
 	// is the root of the chain of calls holding it.
@@ -144,7 +143,7 @@ func (p *Plugin) envList() []string {
 // moduleConfig is an instance's module config: WASI with the real
 // clocks, a sleep the budget can wake, stdio to the log, the granted
 // environment and the fs jail.
-func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, clock *recorder) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
+func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
 	lw := newLineLogger(p)
 	sl := &sleeper{}
 	cfg := wazero.NewModuleConfig().
@@ -157,8 +156,8 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, clock *recorder) (wazero
 		WithRandSource(rand.Reader).
 		WithStdout(lw).
 		WithStderr(lw)
-	if clock != nil {
-		cfg = cfg.WithWalltime(clock.now, sys.ClockResolution(time.Microsecond.Nanoseconds()))
+	if shift != 0 {
+		cfg = cfg.WithWalltime(shiftedClock(shift), sys.ClockResolution(time.Microsecond.Nanoseconds()))
 	}
 	for _, name := range p.spec.Env {
 		if v, ok := os.LookupEnv(name); ok {
@@ -178,14 +177,21 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, clock *recorder) (wazero
 // then dsh_setup unless this is the load-time instance's first life (whose
 // init runInit calls).
 func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts) (*instance, error) {
+	return p.newInstanceWith(ctx, loadTime, facts, 0, false)
+}
+
+// newInstanceWith is newInstance with the instance's wall clock shift
+// ahead of the host's (a check's), and, when bare, an instance
+// that is only initialised: fresh (no image, none taken from it), with
+// neither dsh_setup nor a re-run, for a check (repeats) to run in.
+func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prompt.AgentFacts, shift time.Duration, bare bool) (*instance, error) {
 	if err := p.ensureCompiled(ctx); err != nil {
 		return nil, err
 	}
 	if p.isExtism() {
 		return p.newExtismInstance(ctx, loadTime, facts)
 	}
-	clock := p.recording(facts)
-	cfg, lw, sl, jail, err := p.moduleConfig(facts, clock)
+	cfg, lw, sl, jail, err := p.moduleConfig(facts, shift)
 	if err != nil {
 		return nil, err
 	}
@@ -198,10 +204,13 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	var img *image
 	env := ""
 	ictx := ctx
-	hist := p.historyFor(loadTime)
+	var hist *history
+	if !bare {
+		hist = p.historyFor(loadTime)
+	}
 	if p.snapshots {
 		env = p.environment(jail, p.envList())
-		if hist == nil {
+		if hist == nil && !bare {
 			// A load-time instance that re-runs dsh_init starts fresh: an
 			// image may hold dsh_setup's state.
 			img = p.imageFor(env)
@@ -221,7 +230,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{}, clock: clock,
+	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
 		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard,
 		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
@@ -251,7 +260,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 		if err := in.initialise(ctx); err != nil {
 			return nil, err
 		}
-		if p.snapshots {
+		if p.snapshots && !bare {
 			p.capture(mod, env, alloc.guard)
 		}
 	}
@@ -262,7 +271,7 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 	p.mu.Lock()
 	first := loadTime && p.initing
 	p.mu.Unlock()
-	if first {
+	if first || bare {
 		return in, nil
 	}
 	if hist != nil {
@@ -271,11 +280,9 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 			return in, nil
 		}
 		in.close(errDiscarded)
-		if !errors.Is(err, errReplayDiverged) {
-			return nil, err
-		}
-		// The guest asked for something else this time: set the
-		// instance up as a per-agent one instead, as before records.
+		// The guest asked for something else this time, or the re-run
+		// failed (its budget, a trap): set the instance up as a per-agent
+		// one instead, as before histories, and keep no history from now.
 		p.log.Warn("a new load-time instance did not repeat the first one's history; setting it up with dsh_setup", "err", err)
 		p.mu.Lock()
 		p.history = nil

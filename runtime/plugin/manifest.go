@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -25,12 +24,14 @@ import (
 // A load-time instance's history is what it did through the host: the
 // host calls of its dsh_init, with their answers, then those of each event
 // it handled that belonged to no agent. While every call in it can be
-// answered again, a new load-time instance (the first was discarded, or
-// the plugin loaded lazily) re-runs that history with each host call
-// answered from the record and nothing done twice (rerun), so that it
-// ends in the state the first one had. The guest must ask for exactly
-// what it asked for the first time; if it does not, the instance is made
-// with dsh_setup instead, like a per-agent one.
+// answered again, and the guest neither used its files nor printed (what
+// a re-run would do again), a new load-time instance (the first was
+// discarded, or the plugin loaded lazily) re-runs that history with each
+// host call answered from the record and nothing done twice (rerun), so
+// that it ends in the state the first one had. The guest must ask for
+// exactly what it asked for the first time; if it does not, or the re-run
+// fails, the instance is made with dsh_setup instead, like a per-agent
+// one, and the history is dropped.
 //
 // A lazy load (Options.LazyCompile) registers a plugin without compiling
 // its module, from a manifest: the history its last load recorded in the
@@ -47,16 +48,16 @@ import (
 // wrote nothing to stdout or stderr. The key holds the module's digest,
 // the plugin's name (its argv[0]), config, limits and grants, the values
 // of the environment variables it may read, the guest paths of its
-// load-time mounts and the ABI version. A dsh_init that read the wall
-// clock is recorded only if a second run, with the clock a year and a day
-// on, asks the host for exactly the same (clockIndependent). Randomness
-// and the monotonic clock are not in the key: a Go guest's runtime reads
-// both as it starts, and registrations that depend on them would differ
-// at every load anyway. Then, up to maxEvents, the agentless events the
-// load-time instance handled after it under the same rules, none of them
-// reading the clock: a lazy load answers the same event with the same
-// payload, in the same order, by replaying its host calls (a subagent
-// plugin registers its tool when its provider arrives).
+// load-time mounts and the ABI version. The wall clock and randomness are
+// not in the key: instead a record is written only if a second run, in a
+// fresh instance (its module initialiser run again) with the clock a
+// year and a day on and random bytes of its own, asks the host for
+// exactly the same (repeats). Then, up to maxEvents, the agentless events
+// the load-time instance handled after it under the same rules, each
+// checked the same way with the whole history: a lazy load answers the
+// same event with the same payload, in the same order, by replaying its
+// host calls (a subagent plugin registers its tool when its provider
+// arrives).
 //
 // A replay runs each recorded request through the same checks and
 // implementation as the live call, against today's registry, and compares
@@ -85,10 +86,10 @@ const (
 	maxManifest = 1 << 20
 )
 
-// maxClockCheck is the longest dsh_init that is run a second time to see
-// whether the clock it read mattered (clockIndependent): a slow one is
-// not recorded, so that recording never costs much more than the load.
-const maxClockCheck = time.Second
+// maxRepeatCheck is the longest dsh_init that is run a second time to see
+// whether it repeats (repeats): a slower one is not recorded, so that
+// recording never costs much more than the load.
+const maxRepeatCheck = time.Second
 
 // replayable are the host functions a recorded dsh_init may call: the
 // setupNeutral ones, and reads that change nothing, whose answers a
@@ -155,11 +156,9 @@ const (
 // recorder collects a dsh_init's host calls. why, once set, says why the
 // init cannot be replayed; it is written only from the init's goroutine.
 type recorder struct {
-	calls    []recordedCall
-	bytes    int
-	why      string
-	walltime atomic.Bool
-	shift    time.Duration // added to the wall clock (clockIndependent)
+	calls []recordedCall
+	bytes int
+	why   string
 }
 
 func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns.Status, payload []byte) {
@@ -175,7 +174,7 @@ func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns
 		r.why = "a request outside guest memory"
 		return
 	}
-	if r.bytes += len(req) + len(payload); r.bytes > maxRecorded {
+	if r.bytes += callBytes(fn, len(req), len(payload)); r.bytes > maxRecorded {
 		r.why = "its requests are too large to record"
 		r.calls = nil
 		return
@@ -183,36 +182,52 @@ func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns
 	r.calls = append(r.calls, recordedCall{Fn: fn, Req: bytes.Clone(req), Status: st, Resp: bytes.Clone(payload)})
 }
 
-// now is the wall clock of a recorded load-time instance, shifted by
-// r.shift in the second run that checks whether the clock mattered.
-func (r *recorder) now() (int64, int32) {
-	r.walltime.Store(true)
-	t := time.Now().Add(r.shift)
-	return t.Unix(), int32(t.Nanosecond())
+// callBytes is what one recorded call counts against the bounds: its
+// request and answer, and what keeping and writing the call costs besides
+// (a small request still takes a slice header and a JSON object).
+func callBytes(fn string, req, resp int) int { return 64 + len(fn) + req + resp }
+
+// recordBytes is what calls count against the bounds.
+func recordBytes(calls []recordedCall) int {
+	n := 0
+	for _, c := range calls {
+		n += callBytes(c.Fn, len(c.Req), len(c.Resp))
+	}
+	return n
 }
 
-// clockShift is how far the check of a dsh_init that read the wall clock
-// moves the clock: a year, a day, hours, minutes and seconds on, so that
-// a registration showing any of them comes out different.
+// eventBytes is what an event counts, its calls included.
+func eventBytes(ev recordedEvent) int {
+	return 64 + len(ev.Event) + len(ev.Payload) + len(ev.Out) + recordBytes(ev.Calls)
+}
+
+// shiftedClock is a wall clock d ahead of the host's (repeats).
+func shiftedClock(d time.Duration) func() (int64, int32) {
+	return func() (int64, int32) {
+		t := time.Now().Add(d)
+		return t.Unix(), int32(t.Nanosecond())
+	}
+}
+
+// clockShift is how far a check (repeats) moves the wall clock: a year,
+// a day, hours, minutes and seconds on, so that a registration showing
+// any of them comes out different.
 const clockShift = 366*24*time.Hour + 25*time.Hour + 17*time.Minute + 29*time.Second + 123456789
 
-// clockIndependent runs dsh_init again in a fresh load-time instance whose
-// wall clock is clockShift ahead, its host calls answered from calls: a
-// dsh_init that asks the host for exactly the same things at another time
-// registered nothing that depends on the time (a Go guest reads the clock
-// when it loads a time zone, say). Only then may its record be replayed
-// at a later load.
-func (p *Plugin) clockIndependent(ctx context.Context, calls []recordedCall) bool {
-	check := &recorder{shift: clockShift}
-	p.mu.Lock()
-	p.rec = check
-	p.mu.Unlock()
-	in, err := p.newInstance(ctx, true, nil)
+// repeats re-runs h in a fresh load-time instance (from the module's
+// initialiser, not an image) whose wall clock is clockShift ahead and
+// whose random bytes are its own, every host call answered from h: a
+// guest that asks the host for exactly the same things at another time,
+// with other randomness, registered nothing that depends on either (a Go
+// guest reads the clock when it loads a time zone, say). Only then may h
+// be replayed at a later load.
+func (p *Plugin) repeats(ctx context.Context, h *history) bool {
+	in, err := p.newInstanceWith(ctx, true, nil, clockShift, true)
 	if err != nil {
 		return false
 	}
 	defer in.close(errDiscarded)
-	return in.rerun(ctx, &history{init: calls}) == nil && check.walltime.Load()
+	return in.rerun(ctx, h) == nil
 }
 
 // lazyEligible reports whether the plugin may load from a manifest and
@@ -281,17 +296,30 @@ func (c *Cache) readManifest(key string) (*manifest, bool) {
 		return nil, false
 	}
 	var m manifest
-	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key {
+	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key || len(m.Events) > maxEvents {
+		return nil, false
+	}
+	if m.bytes = m.size(); m.bytes > maxManifest {
 		return nil, false
 	}
 	return &m, true
+}
+
+// size is what the manifest counts against maxManifest.
+func (m *manifest) size() int {
+	n := recordBytes(m.Calls)
+	for _, ev := range m.Events {
+		n += eventBytes(ev)
+	}
+	return n
 }
 
 // writeManifest stores m, best effort: a manifest that is not written
 // costs the next load a compilation.
 func (c *Cache) writeManifest(m *manifest) {
 	b, err := json.Marshal(m)
-	if err != nil {
+	if err != nil || len(b) >= 4*maxManifest || m.size() > maxManifest {
+		c.dropManifest(m.Key) // one readManifest would refuse
 		return
 	}
 	writeCacheFile(c.manifestPath(m.Key), b)
@@ -307,14 +335,12 @@ func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *inst
 		return nil, rec.why
 	case rec.bytes > maxManifest:
 		return nil, "its host calls are too large to record"
-	case load.jail != nil && load.jail.Used():
-		return nil, "it used its files"
-	case wroteStdio(load):
-		return nil, "it wrote to stdout or stderr"
-	case rec.walltime.Load() && took > maxClockCheck:
-		return nil, "it read the wall clock, and took too long to run again"
-	case rec.walltime.Load() && !p.clockIndependent(ctx, rec.calls):
-		return nil, "it read the wall clock, and asks the host for other things at another time"
+	case wasiEffects(load):
+		return nil, "it used its files or printed"
+	case took > maxRepeatCheck:
+		return nil, "it took too long to run again as a check"
+	case !p.repeats(ctx, &history{init: rec.calls}):
+		return nil, "run again with another clock and other random bytes, it asks the host for other things"
 	}
 	return &manifest{Version: manifestVersion, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls, bytes: rec.bytes}, ""
 }
@@ -335,7 +361,7 @@ func (p *Plugin) replayInit(ctx context.Context, tx *prompt.Tx) error {
 		return err
 	}
 	p.mu.Lock()
-	p.history = &history{init: p.manifest.Calls}
+	p.history = &history{init: p.manifest.Calls, bytes: recordBytes(p.manifest.Calls)}
 	p.mu.Unlock()
 	return nil
 }
@@ -392,10 +418,20 @@ func (p *Plugin) ensureCompiled(ctx context.Context) error {
 	if p.rtClosed || p.closing.Load() {
 		return fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
 	}
+	if p.broken != nil {
+		return p.broken
+	}
 	start := time.Now()
 	if err := p.compile(ctx); err != nil {
-		p.h.cache.dropManifest(p.key)
-		return &CallError{Plugin: p.name, Export: "compile", Err: err}
+		err = &CallError{Plugin: p.name, Export: "compile", Err: err}
+		if errors.Is(err, ErrABI) {
+			// The module is not what its manifest said (or does not
+			// compile): that will not change, so no call tries again,
+			// and the next load does not use the manifest.
+			p.broken = err
+			p.h.cache.dropManifest(p.key)
+		}
+		return err
 	}
 	p.src = nil
 	p.compiled.Store(true)
@@ -415,9 +451,12 @@ func (p *Plugin) saveManifest() {
 	}
 }
 
-func wroteStdio(in *instance) bool {
+// wasiEffects reports whether the instance's guest used its files (a
+// lookup, a listing, a read or a write) or printed: what a re-run would
+// do again, or what a replay would not see.
+func wasiEffects(in *instance) bool {
 	lw, ok := in.logw.(*lineLogger)
-	return ok && lw.wrote.Load()
+	return in.jail != nil && in.jail.Used() || ok && lw.wrote.Load()
 }
 
 // historyFor returns the history a new load-time instance re-runs, or
@@ -517,17 +556,34 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 	}
 	in, err := p.loadInstance(ctx)
 	if err != nil {
+		if cont != nil {
+			// Part of the event is in the registry and none of it in a
+			// guest: no history can rebuild that state.
+			p.dropHistory()
+		}
 		return 0, nil, err
 	}
 	cs := &callState{}
-	if cont != nil {
-		cs.replay = &replayer{calls: cont, live: true}
-	} else if p.keepsHistory() {
+	if p.keepsHistory() {
 		cs.rec = &recorder{}
 	}
+	if cont != nil {
+		// The calls already answered are replayed to the guest, and
+		// recorded with the rest: the event enters the history whole.
+		cs.replay = &replayer{calls: cont, live: true}
+		if cs.rec != nil {
+			cs.rec.calls, cs.rec.bytes = slices.Clone(cont), recordBytes(cont)
+		}
+	}
 	st, out, err = in.invoke(ctx, cs, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), emptyContext, payload)
-	p.noteEvent(cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
+	p.noteEvent(ctx, cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
 	return st, out, err
+}
+
+func (p *Plugin) dropHistory() {
+	p.mu.Lock()
+	p.history, p.saved = nil, nil
+	p.mu.Unlock()
 }
 
 func (p *Plugin) keepsHistory() bool {
@@ -575,36 +631,47 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 		}
 	}
 	p.mu.Lock()
-	p.history = hist.with(ev, len(ev.Payload)+len(ev.Out))
+	p.history = hist.with(ev, eventBytes(ev))
 	p.mu.Unlock()
 	return ev.Status, ev.Out, true, nil
 }
 
-// noteEvent adds a handled event to the load-time instance's history, and
-// to the manifest being recorded; an event that cannot be answered again
-// ends both.
-func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err error) {
+// noteEvent adds a handled event to the load-time instance's history,
+// and to the manifest being recorded; an event that cannot be answered
+// again, or that used the instance's files or printed, ends both. An
+// event enters the manifest only if the whole history then repeats
+// (repeats); the check and the write happen outside the plugin's lock.
+func (p *Plugin) noteEvent(ctx context.Context, rec *recorder, in *instance, ev recordedEvent, err error) {
 	if rec == nil {
 		return
 	}
-	ok := err == nil && rec.why == ""
-	ev.Calls = rec.calls
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !ok {
-		p.history, p.saved = nil, nil
+	if err != nil || rec.why != "" || wasiEffects(in) {
+		p.dropHistory()
 		return
 	}
-	n := rec.bytes + len(ev.Payload) + len(ev.Out)
+	ev.Calls = rec.calls
+	n := eventBytes(ev)
+	p.mu.Lock()
 	p.history = p.history.with(ev, n)
-	m := p.saved
-	if m == nil || p.history == nil || len(m.Events) >= maxEvents || m.bytes+n > maxManifest || in != p.load ||
-		in.clock == nil || in.clock.walltime.Load() || (in.jail != nil && in.jail.Used()) || wroteStdio(in) {
+	m, hist := p.saved, p.history
+	if m == nil || hist == nil || len(m.Events) >= maxEvents || m.bytes+n > maxManifest || in != p.load {
+		p.saved = nil
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	next := *m
+	next.Events, next.bytes = append(slices.Clip(m.Events), ev), m.bytes+n
+	ok := p.repeats(ctx, hist)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.saved != m {
+		return // another event got there first; this one is not recorded
+	}
+	if !ok {
 		p.saved = nil
 		return
 	}
-	next := *m
-	next.Events, next.bytes = append(slices.Clip(m.Events), ev), m.bytes+n
 	p.saved = &next
 	p.h.cache.writeManifest(&next)
 }
@@ -613,7 +680,7 @@ func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err er
 // and has not needed it yet, one plugin at a time, until ctx is done: for
 // a long-running host that would rather compile in the background now
 // than on each plugin's first call. It returns what failed (a plugin's
-// first call would fail the same way, and try again).
+// first call would fail the same way).
 func (h *Host) CompileAll(ctx context.Context) error {
 	h.mu.RLock()
 	ps := make([]*Plugin, 0, len(h.plugins))

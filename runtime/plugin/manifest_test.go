@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,7 +199,7 @@ func TestLazyLoadFallsBackWhenTheRegistryChanged(t *testing.T) {
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)}
 	record(t, dir, spec)
 
-	h2, p := loadTaken(t, dir, spec, "kit:probe")
+	_, p := loadTaken(t, dir, spec, "kit:probe")
 	if !p.compiled.Load() || p.Instances() != 1 {
 		t.Fatalf("compiled %v, %d instances; want an eager load", p.compiled.Load(), p.Instances())
 	}
@@ -206,11 +207,10 @@ func TestLazyLoadFallsBackWhenTheRegistryChanged(t *testing.T) {
 	if len(st.Probes) != 2 || st.Probes[1].Status != uint32(hostfns.ErrRule) {
 		t.Errorf("probes = %+v; want the section probe refused, as a live load sees it", st.Probes)
 	}
-	if _, err := os.Stat(h2.cache.manifestPath(p.key)); err == nil {
-		// The refused probe changed what init saw: its record is new.
-		if ms := manifestsIn(t, dir); len(ms) != 1 || ms[0].Calls[1].Status != hostfns.ErrRule {
-			t.Errorf("manifest after the fallback = %+v", ms)
-		}
+	// The refused probe changed what init saw: the manifest is the new
+	// record, which holds the refusal.
+	if ms := manifestsIn(t, dir); len(ms) != 1 || len(ms[0].Calls) < 2 || ms[0].Calls[1].Status != hostfns.ErrRule {
+		t.Errorf("manifest after the fallback = %+v", ms)
 	}
 }
 
@@ -239,6 +239,7 @@ func TestManifestOnlyForReplayableInits(t *testing.T) {
 		{"emit", map[string]any{"init_probes": []map[string]any{{"fn": hostfns.FnEventEmit, "req": `{"event":"custom/x","payload":{}}`}}}, false},
 		{"clock read", map[string]any{"clock_read": true, "tools": []string{"counter"}}, true},
 		{"clock shown", map[string]any{"clock_section": true}, false},
+		{"clock read as the module starts, shown", map[string]any{"clock_init_section": true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -465,13 +466,14 @@ func TestCloseDoesNotWaitForACompilation(t *testing.T) {
 	if p.rtClosed {
 		t.Error("the runtime was closed under the compilation")
 	}
+	rt := p.rt
 	p.compileMu.Unlock()
 	p.releaseRuntime() // what ensureCompiled does as it ends
 	if !p.rtClosed {
 		t.Error("the runtime was not closed once the compilation ended")
 	}
-	if err := p.ensureCompiled(bg); err != nil {
-		t.Errorf("ensureCompiled of a compiled plugin = %v", err)
+	if _, err := rt.CompileModule(bg, []byte("\x00asm\x01\x00\x00\x00")); err == nil {
+		t.Error("the runtime still compiles after it was closed")
 	}
 }
 
@@ -522,6 +524,160 @@ func TestDivergedEventIsCarriedOnByTheGuest(t *testing.T) {
 	if !reflect.DeepEqual(sections, []string{"kit:dyn", "kit:ev1"}) {
 		t.Errorf("sections = %q", sections)
 	}
+	// The carried-on event is in the history: a load-time instance made
+	// again has handled it, with the answers it got.
+	p.mu.Lock()
+	load := p.load
+	p.mu.Unlock()
+	load.close(errDiscarded)
+	if again := loadTimeState(t, p); !reflect.DeepEqual(again, st) {
+		t.Errorf("re-created load-time instance = %+v, want %+v", again, st)
+	}
+}
+
+// discardLoad closes the plugin's load-time instance, as a trap would.
+func discardLoad(p *Plugin) {
+	p.mu.Lock()
+	load := p.load
+	p.mu.Unlock()
+	load.close(errDiscarded)
+}
+
+// A load-time instance made again does not print, nor touch files, a
+// second time: a history whose init printed is not kept, and the
+// instance is set up with dsh_setup instead.
+func TestNewLoadTimeInstanceRepeatsNoWASIEffects(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(t),
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(bg) })
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
+		"sections": []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}}, "init_print": "printed-once"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	discardLoad(p)
+	st := loadTimeState(t, p)
+	h.Close(bg)
+	mu.Lock()
+	n := strings.Count(logs.String(), "printed-once")
+	mu.Unlock()
+	if n != 1 || st.InitRuns != 0 {
+		t.Errorf("printed %d times, re-created instance %+v; want once, and an instance set up with dsh_setup", n, st)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// A re-run that fails (here the guest asks for something else) leaves no
+// history behind: the load-time instance is set up with dsh_setup, and so
+// is every later one, instead of failing the same way at every call.
+func TestFailedRerunDropsTheHistory(t *testing.T) {
+	h := newHost(t)
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	hist := p.history
+	if hist == nil {
+		p.mu.Unlock()
+		t.Fatal("no history to start with")
+	}
+	calls := slices.Clone(hist.init)
+	calls[0].Req = []byte(`{"level":"debug","message":"not what it asked"}`)
+	p.history = &history{init: calls}
+	p.mu.Unlock()
+	discardLoad(p)
+	if st := loadTimeState(t, p); st.InitRuns != 0 {
+		t.Errorf("load-time instance = %+v, want one set up with dsh_setup", st)
+	}
+	if p.keepsHistory() {
+		t.Error("the history survived a failed re-run")
+	}
+}
+
+// A manifest file past the bounds is not used.
+func TestManifestFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	record(t, dir, spec)
+	ms := manifestsIn(t, dir)
+	if len(ms) != 1 {
+		t.Fatalf("%d manifests", len(ms))
+	}
+	c := &Cache{manifests: dir}
+	if _, ok := c.readManifest(ms[0].Key); !ok {
+		t.Fatal("the recorded manifest does not read back")
+	}
+	write := func(m manifest) {
+		b, _ := json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(dir, m.Key+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	many := ms[0]
+	for range maxEvents + 1 {
+		many.Events = append(many.Events, recordedEvent{Event: "custom/ping", Payload: []byte("{}")})
+	}
+	write(many)
+	if _, ok := c.readManifest(many.Key); ok {
+		t.Errorf("a manifest of %d events was used", len(many.Events))
+	}
+	big := ms[0]
+	for range maxManifest / 64 {
+		big.Calls = append(big.Calls, recordedCall{Fn: hostfns.FnLog, Req: []byte(`{}`)})
+	}
+	write(big)
+	if _, ok := c.readManifest(big.Key); ok {
+		t.Errorf("a manifest of %d calls was used", len(big.Calls))
+	}
+	c.writeManifest(&big)
+	if _, err := os.Stat(filepath.Join(dir, big.Key+".json")); err == nil {
+		// Written only if it reads back.
+		if _, ok := c.readManifest(big.Key); !ok {
+			t.Error("writeManifest wrote a manifest that does not read back")
+		}
+	}
+}
+
+// A module that turns out not to be the one its manifest describes fails
+// its calls without compiling again, and the manifest is dropped.
+func TestModuleThatIsNotItsManifestsIsNotRetried(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	record(t, dir, spec)
+	ms := manifestsIn(t, dir)
+	ms[0].Exports = append(ms[0].Exports, "dsh_extra")
+	b, _ := json.Marshal(ms[0])
+	path := filepath.Join(dir, ms[0].Key+".json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, p := loadAgain(t, dir, spec)
+	_, err1 := h.CallTool(bg, agent("a", "m"), "counter", nil)
+	if !errors.Is(err1, ErrABI) {
+		t.Fatalf("first call = %v, want ErrABI", err1)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the manifest was kept")
+	}
+	if err := p.ensureCompiled(bg); err != p.broken || p.broken == nil {
+		t.Errorf("second compile = %v, want the first failure again (%v)", err, p.broken)
+	}
 }
 
 // A history stops being kept past its bounds: a new load-time instance is
@@ -570,5 +726,36 @@ func TestReloadOfALazyPlugin(t *testing.T) {
 	}
 	if p1.Instances() != 0 || p1.compiled.Load() {
 		t.Errorf("the replaced plugin: %d instances, compiled %v", p1.Instances(), p1.compiled.Load())
+	}
+}
+
+// A lazily loaded plugin from a file holds its digest, not its bytes.
+// When it compiles, it compiles the module it loaded: from the cache by
+// digest, or from the file read again only if it still has that digest.
+func TestLazyPluginFileChangedBeforeItCompiles(t *testing.T) {
+	b, err := os.ReadFile(testkit(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kit.wasm")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: path, Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
+	record(t, dir, spec)
+	h, p := loadAgain(t, dir, spec)
+	if p.src.b != nil {
+		t.Error("the lazy plugin keeps its module's bytes")
+	}
+	src := p.src
+	if err := os.WriteFile(path, append(b, 0, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.bytes(); err == nil || !strings.Contains(err.Error(), "as it was when it loaded") {
+		t.Errorf("reading the changed file = %v", err)
+	}
+	if r, err := h.CallTool(bg, agent("a", "m"), "counter", nil); err != nil || r.Text != "1" {
+		t.Errorf("call after the file changed = %+v, %v; want the loaded module, from the cache", r, err)
 	}
 }

@@ -68,7 +68,7 @@ type Plugin struct {
 	compileMu sync.Mutex
 	rtClosed  bool
 	closing   atomic.Bool // closeRuntime was called
-	rec       *recorder   // the dsh_init being recorded (guarded by mu)
+	broken    error       // why the module cannot be compiled (guarded by compileMu)
 	recorded  *manifest   // what the last dsh_init recorded, written once committed
 	// history is the load-time instance's, while every call in it can be
 	// answered again (manifest.go); saved is the manifest this process
@@ -150,6 +150,7 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 			return nil, err
 		}
 		if m, ok := h.cache.readManifest(p.key); ok {
+			p.src = src.forgetBytes(spec.Source)
 			p.manifest, p.abi, p.exports = m, ABIDsh, map[string]bool{}
 			for _, e := range m.Exports {
 				p.exports[e] = true
@@ -315,11 +316,11 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 		rec = &recorder{}
 	}
 	p.mu.Lock()
-	p.initing, p.rec, p.recorded, p.history = true, rec, nil, nil
+	p.initing, p.recorded, p.history = true, nil, nil
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		p.initing, p.rec = false, nil
+		p.initing = false
 		p.mu.Unlock()
 	}()
 	inst, err := p.newInstance(ctx, true, nil)
@@ -348,7 +349,7 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 			return err
 		}
 	}
-	if rec != nil && rec.why == "" {
+	if rec != nil && rec.why == "" && !wasiEffects(inst) {
 		p.mu.Lock()
 		p.history = &history{init: rec.calls, bytes: rec.bytes}
 		p.mu.Unlock()
@@ -541,20 +542,6 @@ func (p *Plugin) releaseRuntime() {
 		}
 	}
 	p.closeImages()
-}
-
-// recording is the recorder of the dsh_init in progress, for the
-// load-time instance (facts nil) it runs in; nil otherwise.
-func (p *Plugin) recording(facts *prompt.AgentFacts) *recorder {
-	if facts != nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.initing {
-		return nil
-	}
-	return p.rec
 }
 
 // ready2 returns the slot's instance if it is ready, without waiting.

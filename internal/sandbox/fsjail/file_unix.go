@@ -240,6 +240,7 @@ func (f *file) SetAppend(enable bool) experimentalsys.Errno {
 
 // Stat implements sys.File.
 func (f *file) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	f.open.touch()
 	if f.closed {
 		return sys.Stat_t{}, experimentalsys.EBADF
 	}

@@ -124,9 +124,10 @@ type openCounter struct {
 }
 
 // touch notes a use of the jail: every operation of every mount starts
-// with one, and so do listings; file contents are reached only through an
-// OpenFile. Opening a mount's root read-only is not a use (see OpenFile),
-// nor is asking an open file or root for its own metadata.
+// with one, and so do listings and an open file's metadata (a root's
+// modification time says something about its contents); file contents
+// are reached only through an OpenFile. Opening a mount's root read-only
+// is not a use (see OpenFile): wazero does it for every pre-open.
 func (c *openCounter) touch() {
 	if !c.used.Load() {
 		c.used.Store(true)

@@ -31,6 +31,15 @@ func TestJailUsed(t *testing.T) {
 			_, errno = f.Readdir(-1)
 			return errno
 		}, true},
+		{"root's metadata", func(fsys experimentalsys.FS) experimentalsys.Errno {
+			f, errno := fsys.OpenFile(".", 0, 0)
+			if errno != 0 {
+				return errno
+			}
+			defer f.Close()
+			_, errno = f.Stat()
+			return errno
+		}, true},
 		{"open", func(fsys experimentalsys.FS) experimentalsys.Errno {
 			f, errno := fsys.OpenFile("a.txt", experimentalsys.O_RDONLY, 0)
 			if errno == 0 {

@@ -50,6 +50,9 @@ type config struct {
 	// a section that shows it.
 	ClockRead    bool `json:"clock_read"`
 	ClockSection bool `json:"clock_section"`
+	// ClockInitSection registers a section showing the time read as the
+	// module started (_initialize), not in dsh_init.
+	ClockInitSection bool `json:"clock_init_section"`
 	// EventProbes run in every listener, after the event is logged.
 	EventProbes []probe `json:"event_probes"`
 	// InitRead reads this file in dsh_init; InitPrint prints this line.
@@ -75,6 +78,9 @@ type probeResult struct {
 	Status  uint32 `json:"status"`
 	Message string `json:"message"`
 }
+
+// startedAt is read as the module starts, in _initialize.
+var startedAt = time.Now().UTC()
 
 var (
 	counter     int
@@ -153,6 +159,11 @@ func init() {
 			}
 			if c.ClockRead && time.Now().Year() < 2000 {
 				return errors.New("testkit: the clock is before 2000")
+			}
+			if c.ClockInitSection {
+				if err := p.Section("started", 51, "Started at "+startedAt.Format(time.RFC3339Nano)+"."); err != nil {
+					return err
+				}
 			}
 			if c.ClockSection {
 				if err := p.Section("clock", 50, "Loaded at "+time.Now().UTC().Format(time.RFC3339Nano)+"."); err != nil {
