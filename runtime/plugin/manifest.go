@@ -296,13 +296,18 @@ func (c *Cache) readManifest(key string) (*manifest, bool) {
 		return nil, false
 	}
 	var m manifest
-	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key || len(m.Events) > maxEvents {
+	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key || !m.withinBounds() {
 		return nil, false
 	}
-	if m.bytes = m.size(); m.bytes > maxManifest {
-		return nil, false
-	}
+	m.bytes = m.size()
 	return &m, true
+}
+
+// withinBounds reports whether m has at most maxEvents events and
+// maxManifest bytes of calls: what readManifest accepts and
+// writeManifest writes.
+func (m *manifest) withinBounds() bool {
+	return len(m.Events) <= maxEvents && m.size() <= maxManifest
 }
 
 // size is what the manifest counts against maxManifest.
@@ -318,7 +323,7 @@ func (m *manifest) size() int {
 // costs the next load a compilation.
 func (c *Cache) writeManifest(m *manifest) {
 	b, err := json.Marshal(m)
-	if err != nil || len(b) >= 4*maxManifest || m.size() > maxManifest {
+	if err != nil || len(b) >= 4*maxManifest || !m.withinBounds() {
 		c.dropManifest(m.Key) // one readManifest would refuse
 		return
 	}

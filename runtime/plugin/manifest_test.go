@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -346,18 +348,9 @@ func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
-			want := record(t, dir, spec)
-			ms := manifestsIn(t, dir)
-			if len(ms) != 1 {
-				t.Fatalf("%d manifests", len(ms))
-			}
-			tc.tamper(&ms[0])
-			b, _ := json.Marshal(ms[0])
-			if err := os.WriteFile(filepath.Join(dir, ms[0].Key+".json"), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			dir, spec, m, want := recordOne(t)
+			tc.tamper(&m)
+			overwriteManifest(t, dir, m)
 			_, p2 := loadAgain(t, dir, spec)
 			if !p2.compiled.Load() {
 				t.Error("the tampered manifest was used")
@@ -610,46 +603,64 @@ func TestFailedRerunDropsTheHistory(t *testing.T) {
 	}
 }
 
-// A manifest file past the bounds is not used.
-func TestManifestFileBounds(t *testing.T) {
+// recordOne records the testkit with a counter tool into a cache in a
+// new directory, and returns that directory, the spec, its manifest and
+// what the recorded load contributed.
+func recordOne(t *testing.T) (string, Spec, manifest, Contribution) {
+	t.Helper()
 	dir := t.TempDir()
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
-	record(t, dir, spec)
+	want := record(t, dir, spec)
 	ms := manifestsIn(t, dir)
 	if len(ms) != 1 {
-		t.Fatalf("%d manifests", len(ms))
+		t.Fatalf("%d manifests, want 1", len(ms))
 	}
+	return dir, spec, ms[0], want
+}
+
+// overwriteManifest replaces m's file in dir with m as it is now.
+func overwriteManifest(t *testing.T, dir string, m manifest) {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, m.Key+".json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A manifest file past the bounds is neither used nor written.
+func TestManifestFileBounds(t *testing.T) {
+	dir, _, m, _ := recordOne(t)
 	c := &Cache{manifests: dir}
-	if _, ok := c.readManifest(ms[0].Key); !ok {
+	if _, ok := c.readManifest(m.Key); !ok {
 		t.Fatal("the recorded manifest does not read back")
 	}
-	write := func(m manifest) {
-		b, _ := json.Marshal(m)
-		if err := os.WriteFile(filepath.Join(dir, m.Key+".json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	many := ms[0]
+	path := filepath.Join(dir, m.Key+".json")
+	many := m
 	for range maxEvents + 1 {
 		many.Events = append(many.Events, recordedEvent{Event: "custom/ping", Payload: []byte("{}")})
 	}
-	write(many)
-	if _, ok := c.readManifest(many.Key); ok {
-		t.Errorf("a manifest of %d events was used", len(many.Events))
-	}
-	big := ms[0]
+	big := m
 	for range maxManifest / 64 {
 		big.Calls = append(big.Calls, recordedCall{Fn: hostfns.FnLog, Req: []byte(`{}`)})
 	}
-	write(big)
-	if _, ok := c.readManifest(big.Key); ok {
-		t.Errorf("a manifest of %d calls was used", len(big.Calls))
-	}
-	c.writeManifest(&big)
-	if _, err := os.Stat(filepath.Join(dir, big.Key+".json")); err == nil {
-		// Written only if it reads back.
-		if _, ok := c.readManifest(big.Key); !ok {
-			t.Error("writeManifest wrote a manifest that does not read back")
+	for _, tc := range []struct {
+		what string
+		m    manifest
+	}{{fmt.Sprintf("%d events", len(many.Events)), many}, {fmt.Sprintf("%d calls", len(big.Calls)), big}} {
+		overwriteManifest(t, dir, tc.m)
+		if _, ok := c.readManifest(tc.m.Key); ok {
+			t.Errorf("a manifest of %s was used", tc.what)
+		}
+		c.writeManifest(&tc.m)
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after writeManifest of %s, its file: %v, want none", tc.what, err)
+		}
+		overwriteManifest(t, dir, m)
+		if _, ok := c.readManifest(m.Key); !ok {
+			t.Fatal("the recorded manifest no longer reads back")
 		}
 	}
 }
@@ -657,16 +668,10 @@ func TestManifestFileBounds(t *testing.T) {
 // A module that turns out not to be the one its manifest describes fails
 // its calls without compiling again, and the manifest is dropped.
 func TestModuleThatIsNotItsManifestsIsNotRetried(t *testing.T) {
-	dir := t.TempDir()
-	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
-	record(t, dir, spec)
-	ms := manifestsIn(t, dir)
-	ms[0].Exports = append(ms[0].Exports, "dsh_extra")
-	b, _ := json.Marshal(ms[0])
-	path := filepath.Join(dir, ms[0].Key+".json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, spec, m, _ := recordOne(t)
+	m.Exports = append(m.Exports, "dsh_extra")
+	overwriteManifest(t, dir, m)
+	path := filepath.Join(dir, m.Key+".json")
 	h, p := loadAgain(t, dir, spec)
 	_, err1 := h.CallTool(bg, agent("a", "m"), "counter", nil)
 	if !errors.Is(err1, ErrABI) {
