@@ -91,6 +91,9 @@ type callState struct {
 	scoped bool       // dsh_setup called a host function that is not setupNeutral
 	rec    *recorder  // set during a dsh_init whose host calls are recorded (manifest.go)
 	replay *replayer  // set during a dsh_init answered from such a record
+	// held, when set, is called with the call's outcome while the instance
+	// is still held: what must happen in the order the guest ran its calls.
+	held   func(st hostfns.OutStatus, out []byte, err error)
 	facts  *prompt.AgentFacts
 	export string
 	// hostBytes is what the call's host functions read and produced so
@@ -284,9 +287,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		// failed (its budget, a trap): set the instance up as a per-agent
 		// one instead, as before histories, and keep no history from now.
 		p.log.Warn("a new load-time instance did not repeat the first one's history; setting it up with dsh_setup", "err", err)
-		p.mu.Lock()
-		p.history = nil
-		p.mu.Unlock()
+		p.dropHistory()
 		return p.newInstance(ctx, loadTime, facts)
 	}
 	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
@@ -442,6 +443,9 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	defer in.release()
+	if cs.held != nil {
+		defer func() { cs.held(st, out, err) }()
+	}
 	if in.closed.Load() {
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}

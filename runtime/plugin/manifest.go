@@ -580,8 +580,18 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 			cs.rec.calls, cs.rec.bytes = slices.Clone(cont), recordBytes(cont)
 		}
 	}
+	var held bool
+	var next *manifest
+	var hist *history
+	cs.held = func(st hostfns.OutStatus, out []byte, err error) {
+		held = true
+		next, hist = p.noteEvent(cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
+	}
 	st, out, err = in.invoke(ctx, cs, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), emptyContext, payload)
-	p.noteEvent(ctx, cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
+	if !held && cs.rec != nil {
+		p.dropHistory() // the call failed before it held the instance
+	}
+	p.extendManifest(ctx, next, hist)
 	return st, out, err
 }
 
@@ -642,43 +652,59 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 }
 
 // noteEvent adds a handled event to the load-time instance's history,
-// and to the manifest being recorded; an event that cannot be answered
-// again, or that used the instance's files or printed, ends both. An
-// event enters the manifest only if the whole history then repeats
-// (repeats); the check and the write happen outside the plugin's lock.
-func (p *Plugin) noteEvent(ctx context.Context, rec *recorder, in *instance, ev recordedEvent, err error) {
+// and returns the manifest that would record the history as it now is,
+// with that history, for extendManifest to check and write; nil when the
+// manifest stops growing. An event that cannot be answered again, or
+// that used the instance's files or printed, ends both. It runs while
+// the instance is held (callState.held), so that the history takes events
+// in the order the guest handled them.
+func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err error) (*manifest, *history) {
 	if rec == nil {
-		return
+		return nil, nil
 	}
 	if err != nil || rec.why != "" || wasiEffects(in) {
 		p.dropHistory()
-		return
+		return nil, nil
 	}
 	ev.Calls = rec.calls
-	n := eventBytes(ev)
 	p.mu.Lock()
-	p.history = p.history.with(ev, n)
-	m, hist := p.saved, p.history
-	if m == nil || hist == nil || len(m.Events) >= maxEvents || m.bytes+n > maxManifest || in != p.load {
+	defer p.mu.Unlock()
+	p.history = p.history.with(ev, eventBytes(ev))
+	if p.saved == nil || p.history == nil || len(p.history.events) > maxEvents || in != p.load {
 		p.saved = nil
-		p.mu.Unlock()
+		return nil, nil
+	}
+	next := *p.saved
+	next.Events = slices.Clone(p.history.events)
+	if next.bytes = next.size(); next.bytes > maxManifest {
+		p.saved = nil
+		return nil, nil
+	}
+	return &next, p.history
+}
+
+// extendManifest writes next, the manifest of the history hist, if that
+// whole history repeats (repeats). The check runs outside the plugin's
+// lock, so the events of a history can finish their checks in any order:
+// a manifest is only ever replaced by a longer one, and what it records is
+// always one whole history that was checked, never a history with an
+// event left out.
+func (p *Plugin) extendManifest(ctx context.Context, next *manifest, hist *history) {
+	if next == nil {
 		return
 	}
-	p.mu.Unlock()
-	next := *m
-	next.Events, next.bytes = append(slices.Clip(m.Events), ev), m.bytes+n
 	ok := p.repeats(ctx, hist)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.saved != m {
-		return // another event got there first; this one is not recorded
-	}
-	if !ok {
+	switch {
+	case p.saved == nil || len(p.saved.Events) >= len(next.Events):
+		return // dropped meanwhile, or a later event's check got there first
+	case !ok:
 		p.saved = nil
 		return
 	}
-	p.saved = &next
-	p.h.cache.writeManifest(&next)
+	p.saved = next
+	p.h.cache.writeManifest(next)
 }
 
 // CompileAll compiles the module of every loaded plugin that loaded lazily

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -525,6 +526,121 @@ func TestDivergedEventIsCarriedOnByTheGuest(t *testing.T) {
 	load.close(errDiscarded)
 	if again := loadTimeState(t, p); !reflect.DeepEqual(again, st) {
 		t.Errorf("re-created load-time instance = %+v, want %+v", again, st)
+	}
+}
+
+// An agentless event enters the manifest only if the whole history,
+// run again with another clock, asks the host for the same things: a
+// listener that shows the time it ran is handled, and not recorded.
+func TestEventThatReadsTheClockIsNotRecorded(t *testing.T) {
+	for _, clock := range []bool{false, true} {
+		t.Run(fmt.Sprintf("clock=%v", clock), func(t *testing.T) {
+			dir := t.TempDir()
+			spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
+				"subscribe":           []map[string]any{{"event": "custom/ping"}},
+				"event_probes":        []map[string]any{{"fn": hostfns.FnSectionRegister, "req": `{"name":"kit:ev1","order":140,"text":"One."}`}},
+				"event_clock_section": clock,
+			})}
+			h := lazyHost(t, dir)
+			p, err := h.Load(bg, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"kit:ev1"}
+			if clock {
+				want = append(want, "kit:event-clock")
+			}
+			var got []string
+			for _, s := range p.Contribution().Sections {
+				got = append(got, s.Name)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("sections after the event = %q, want %q", got, want)
+			}
+			h.Close(bg)
+			ms := manifestsIn(t, dir)
+			if len(ms) != 1 {
+				t.Fatalf("%d manifests, want 1 (the init repeats either way)", len(ms))
+			}
+			wantEvents := 1
+			if clock {
+				wantEvents = 0
+			}
+			if len(ms[0].Events) != wantEvents {
+				t.Errorf("the manifest records %d events, want %d", len(ms[0].Events), wantEvents)
+			}
+		})
+	}
+}
+
+// Agentless events that arrive together are handled one at a time by the
+// load-time instance, and their checks (repeats) may end in any order.
+// The history takes them in the order the guest handled them, and the
+// manifest records one whole checked history: a prefix of the events as
+// they happened, none left out, which a new load replays in full.
+func TestConcurrentEventsRecordOneWholeHistory(t *testing.T) {
+	const n = 8
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
+		"sections":  []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
+		"subscribe": []map[string]any{{"event": "custom/ping"}},
+	})}
+	h := lazyHost(t, dir)
+	p, err := h.Load(bg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := h.Bus().Emit(bg, "custom/ping", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	p.mu.Lock()
+	hist := p.history
+	p.mu.Unlock()
+	if hist == nil || len(hist.events) != n {
+		t.Fatalf("history = %+v, want %d events", hist, n)
+	}
+	var handled []string
+	for _, ev := range hist.events {
+		handled = append(handled, ev.Event+" "+string(ev.Payload))
+	}
+	if got := loadTimeState(t, p).Events; !reflect.DeepEqual(got, handled) {
+		t.Errorf("the guest handled %q; the history says %q", got, handled)
+	}
+	h.Close(bg)
+
+	ms := manifestsIn(t, dir)
+	if len(ms) != 1 || len(ms[0].Events) == 0 {
+		t.Fatalf("manifests = %+v, want one with events", ms)
+	}
+	m := ms[0]
+	for i, ev := range m.Events {
+		if ev.Event != hist.events[i].Event || !bytes.Equal(ev.Payload, hist.events[i].Payload) {
+			t.Fatalf("manifest event %d is %s %s; the history's is %s %s: not a prefix of what happened",
+				i+1, ev.Event, ev.Payload, hist.events[i].Event, hist.events[i].Payload)
+		}
+	}
+	// A new load replays every recorded event without a guest, and a
+	// guest made afterwards has handled them all, in that order.
+	h2, p2 := loadAgain(t, dir, spec)
+	for _, ev := range m.Events {
+		if err := h2.Bus().Emit(bg, ev.Event, json.RawMessage(ev.Payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p2.compiled.Load() {
+		t.Fatal("replaying the recorded events compiled the module")
+	}
+	if got := loadTimeState(t, p2).Events; !reflect.DeepEqual(got, handled[:len(m.Events)]) {
+		t.Errorf("the new load's guest handled %q, want %q", got, handled[:len(m.Events)])
 	}
 }
 

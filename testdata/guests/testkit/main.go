@@ -55,6 +55,9 @@ type config struct {
 	ClockInitSection bool `json:"clock_init_section"`
 	// EventProbes run in every listener, after the event is logged.
 	EventProbes []probe `json:"event_probes"`
+	// EventClockSection: every listener registers a section showing the
+	// wall clock as it runs, after its probes.
+	EventClockSection bool `json:"event_clock_section"`
 	// InitRead reads this file in dsh_init; InitPrint prints this line.
 	InitRead  string                     `json:"init_read"`
 	InitPrint string                     `json:"init_print"`
@@ -224,11 +227,16 @@ func init() {
 					return waterfall(ev, model, payload)
 				})
 			} else {
-				probes := c.EventProbes
+				probes, clock := c.EventProbes, c.EventClockSection
 				err = p.On(ev, func(ctx guest.Context, payload []byte) error {
 					eventLog = append(eventLog, ev+" "+string(payload))
 					for _, pr := range probes {
 						probeLog = append(probeLog, runProbe(pr))
+					}
+					if clock {
+						req, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:event-clock", Order: 142,
+							Text: "Event at " + time.Now().UTC().Format(time.RFC3339Nano) + "."})
+						probeLog = append(probeLog, runProbe(probe{Fn: hostfns.FnSectionRegister, Req: string(req)}))
 					}
 					if strings.Contains(string(payload), "fail-please") {
 						return errors.New("listener refused")
