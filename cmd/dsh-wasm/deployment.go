@@ -56,21 +56,31 @@ func (o *opened) compileInBackground(logger *slog.Logger) {
 }
 
 // compileInBackground starts h.CompileAll and returns what stops it and
-// waits for it.
+// waits for it, at most compileStopWait.
 func compileInBackground(h *plugin.Host, logger *slog.Logger) (stop func()) {
+	return runInBackground(h.CompileAll, compileStopWait, logger)
+}
+
+// compileStopWait bounds how long a command that ends waits for a
+// compilation under way: wazero cannot stop one, and the process is about
+// to end.
+const compileStopWait = time.Second
+
+// runInBackground runs compile until it returns or stop is called; stop
+// cancels it and waits for it at most wait. A failure is logged unless
+// stop caused it.
+func runInBackground(compile func(context.Context) error, wait time.Duration, logger *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := h.CompileAll(ctx); err != nil && ctx.Err() == nil {
+		if err := compile(ctx); err != nil && ctx.Err() == nil {
 			logger.Warn("compile plugins in the background", "err", err)
 		}
 	}()
 	return func() {
 		cancel()
-		// A compilation under way cannot be stopped; the process is
-		// about to end, so wait for it only a little.
-		t := time.NewTimer(time.Second)
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-done:
