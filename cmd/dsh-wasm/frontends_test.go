@@ -102,7 +102,7 @@ func TestDeploymentCommandsNeedConfig(t *testing.T) {
 func TestInspectDeployedPlugin(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "dsh.yml")
 	src := "model: m\nplugins:\n  - {name: granted, source: builtin:facts, grants: {env: [TZ]}}\n" +
-		"  - {name: kit, source: " + testkitPath(t) + `, config: {needs: {exec: true, env: [HOME]}}, grants: {env: [HOME], limits: {memory: 64MiB}}}` + "\n"
+		"  - {name: kit, source: " + testkitPath(t) + `, config: {needs: {exec: true, env: [HOME], session_events: [kit/note]}}, grants: {env: [HOME], limits: {memory: 64MiB}}}` + "\n"
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,14 @@ func TestInspectDeployedPlugin(t *testing.T) {
 	if r.Name != "kit" || r.Limits["memory"] != "64MiB" || fmt.Sprint(r.Grants["env"]) != "[HOME]" {
 		t.Errorf("report = %+v", r)
 	}
-	if len(r.Refusals) != 1 || !strings.Contains(r.Refusals[0], "needs grant exec") {
-		t.Errorf("refusals = %q, want exactly the exec need", r.Refusals)
+	if len(r.Refusals) != 2 || !strings.Contains(r.Refusals[0], "needs grant exec") ||
+		!strings.Contains(r.Refusals[1], "session_events") || !strings.Contains(r.Refusals[1], "kit/note") {
+		t.Errorf("refusals = %q, want exactly the exec need and the session event kit/note", r.Refusals)
+	}
+	// The deployment refuses the plugin for exactly those needs.
+	code, _, errOut = runCLI(t, "", "prompt", "--config", file)
+	if code == 0 || !strings.Contains(errOut, "exec") || !strings.Contains(errOut, "kit/note") {
+		t.Errorf("prompt of the deployment: exit %d, %q; want the plugin refused for exec and kit/note", code, errOut)
 	}
 	code, _, errOut = runCLI(t, "", "plugin", "inspect", "--config", file, "nope")
 	if code != 1 || !strings.Contains(errOut, `no plugin "nope" (it has granted, kit)`) {

@@ -71,9 +71,9 @@ func inspectDeployed(ctx context.Context, g *globals, file, name string, logger 
 		l := p.Grants.Limits
 		out.Limits = deployedLimits{Memory: l.Memory.String(), MemoryPages: l.MemoryPages(),
 			CallTimeout: l.CallTimeout.String(), InitTimeout: l.InitTimeout.String()}
-		caps := r.Capabilities
-		caps.SessionEvents = nil // not reported here (yet)
-		if err := p.Grants.Check(n, caps); err != nil {
+		// The same check a load makes (plugin.checkGrants), over every
+		// declared need.
+		if err := p.Grants.Check(n, r.Capabilities); err != nil {
 			var joined interface{ Unwrap() []error }
 			if errors.As(err, &joined) {
 				for _, e := range joined.Unwrap() {

@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -162,5 +163,26 @@ func TestGrantsCheckNamesMissingGrant(t *testing.T) {
 	_, err = h.Load(bg, spec)
 	if !errors.Is(err, ErrNotGranted) || !strings.Contains(err.Error(), "allowed: true") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A plugin loaded with no grants at all is refused for any need it
+// declares, whatever its kind.
+func TestNeedsWithoutGrantsAreRefused(t *testing.T) {
+	h := newHost(t)
+	for i, needs := range []map[string]any{
+		{"exec": true},
+		{"env": []string{"HOME"}},
+		{"net": []string{"api.example.com"}},
+		{"fs": []map[string]any{{"path": "workspace", "mode": "ro"}}},
+		{"session_events": []string{"kit/note"}},
+	} {
+		_, err := h.Load(bg, Spec{Name: fmt.Sprintf("kit%d", i), Source: testkit(t), Config: cfg(t, map[string]any{"needs": needs})})
+		if !errors.Is(err, ErrNotGranted) || !strings.Contains(err.Error(), "grants nothing") {
+			t.Errorf("needs %v without grants: %v, want ErrNotGranted", needs, err)
+		}
+	}
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"needs": map[string]any{}})}); err != nil {
+		t.Errorf("no needs, no grants: %v", err)
 	}
 }

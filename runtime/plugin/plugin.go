@@ -375,7 +375,7 @@ func (p *Plugin) checkNeeds() error {
 		}
 		return nil
 	}
-	if len(caps.FS) > 0 || caps.Exec || len(caps.Net) > 0 || len(caps.Env) > 0 {
+	if len(caps.FS) > 0 || caps.Exec || len(caps.Net) > 0 || len(caps.Env) > 0 || len(caps.SessionEvents) > 0 {
 		return fmt.Errorf("%w: the plugin declares needs %s and its config grants nothing", ErrNotGranted, mustJSON(caps))
 	}
 	return nil
