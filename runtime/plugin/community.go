@@ -304,8 +304,6 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 	if facts != nil {
 		in.agentID = facts.ID
 	}
-	p.byModule.Store(mod, in)
-	p.byModule.Store(kmod, in)
 	if p.interruptible {
 		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
 		if !ok {
@@ -315,6 +313,10 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		in.flag = g
 	}
 	in.guard = newGuard(p.h.wd, in.flag, sl)
+	// Registered with its guard, so that haltAll and close can stop it
+	// from now on, whoever owns it (haltOpen).
+	p.byModule.Store(mod, in)
+	p.byModule.Store(kmod, in)
 	for name := range p.exports {
 		in.fns[name] = mod.ExportedFunction(name)
 	}

@@ -188,6 +188,10 @@ func (p *Plugin) newInstance(ctx context.Context, loadTime bool, facts *prompt.A
 // that is only initialised: fresh (no image, none taken from it), with
 // neither dsh_setup nor a re-run, for a check (repeats) to run in.
 func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prompt.AgentFacts, shift time.Duration, bare bool) (*instance, error) {
+	if !p.holdRuntime() {
+		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
+	defer p.letGoRuntime()
 	if err := p.ensureCompiled(ctx); err != nil {
 		return nil, err
 	}
@@ -239,7 +243,6 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	if facts != nil {
 		in.agentID = facts.ID
 	}
-	p.byModule.Store(mod, in)
 	if p.interruptible {
 		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
 		if !ok {
@@ -249,6 +252,9 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		in.flag = g
 	}
 	in.guard = newGuard(p.h.wd, in.flag, sl)
+	// Registered with its guard, so that haltAll and close can stop it
+	// from now on, whoever owns it (haltOpen).
+	p.byModule.Store(mod, in)
 	for name := range p.exports {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
@@ -283,6 +289,11 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 			return in, nil
 		}
 		in.close(errDiscarded)
+		if ctx.Err() != nil {
+			// The caller gave up, which says nothing of the guest: the
+			// history stays for the next caller.
+			return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: fmt.Errorf("new load-time instance: %w", context.Cause(ctx))}
+		}
 		// The guest asked for something else this time, or the re-run
 		// failed (its budget, a trap): set the instance up as a per-agent
 		// one instead, as before histories, and keep no history from now.

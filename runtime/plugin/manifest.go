@@ -169,6 +169,12 @@ func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns
 		r.why = "it called " + fn
 		return
 	}
+	if st == hostfns.ErrBadPointer {
+		// Refused for where its buffers lie, which a replay (no guest
+		// memory) cannot check: it would be served instead.
+		r.why = "it gave " + fn + " a bad pointer"
+		return
+	}
 	req, ok := in.mem.Read(inPtr, inLen)
 	if !ok {
 		r.why = "a request outside guest memory"
@@ -222,6 +228,10 @@ const clockShift = 366*24*time.Hour + 25*time.Hour + 17*time.Minute + 29*time.Se
 // guest reads the clock when it loads a time zone, say). Only then may h
 // be replayed at a later load.
 func (p *Plugin) repeats(ctx context.Context, h *history) bool {
+	if !p.holdRuntime() {
+		return false
+	}
+	defer p.letGoRuntime() // after the check's instance is closed
 	in, err := p.newInstanceWith(ctx, true, nil, clockShift, true)
 	if err != nil {
 		return false

@@ -644,6 +644,158 @@ func TestConcurrentEventsRecordOneWholeHistory(t *testing.T) {
 	}
 }
 
+// A host call refused for where its buffers lie (ErrBadPointer) cannot be
+// replayed: a replay has no guest memory to check them against, and would
+// serve the request. It ends the record, in dsh_init and in an event, and
+// the next load does what a live run does.
+func TestBadPointerEndsTheRecord(t *testing.T) {
+	badOut := map[string]any{"fn": hostfns.FnSectionRegister, "req": `{"name":"kit:bad","order":140,"text":"One."}`,
+		"out_ptr": uint32(0xFFFFFF00), "out_cap": 64}
+	for _, where := range []string{"init", "event"} {
+		t.Run(where, func(t *testing.T) {
+			c := map[string]any{
+				"sections":  []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
+				"subscribe": []map[string]any{{"event": "custom/ping"}},
+			}
+			if where == "init" {
+				c["init_probes"] = []any{badOut}
+			} else {
+				c["event_probes"] = []any{badOut}
+			}
+			dir := t.TempDir()
+			spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, c)}
+			run := func(h *Host, p *Plugin) ([]string, loadState) {
+				t.Helper()
+				if err := h.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, s := range p.Contribution().Sections {
+					names = append(names, s.Name)
+				}
+				return names, loadTimeState(t, p)
+			}
+			h1, p1 := loadAgain(t, dir, spec)
+			liveNames, liveState := run(h1, p1)
+			if len(liveState.Probes) != 1 || liveState.Probes[0].Status != uint32(hostfns.ErrBadPointer) {
+				t.Fatalf("live probes = %+v, want one refused for its out buffer", liveState.Probes)
+			}
+			h1.Close(bg)
+			ms := manifestsIn(t, dir)
+			switch {
+			case where == "init" && len(ms) != 0:
+				t.Fatalf("an init with a bad pointer was recorded: %+v", ms)
+			case where == "event" && (len(ms) != 1 || len(ms[0].Events) != 0):
+				t.Fatalf("manifests = %+v, want one without the event", ms)
+			}
+			h2, p2 := loadAgain(t, dir, spec)
+			names, state := run(h2, p2)
+			if !reflect.DeepEqual(names, liveNames) {
+				t.Errorf("the next load registered %q; the live run %q", names, liveNames)
+			}
+			if !reflect.DeepEqual(state.Probes, liveState.Probes) {
+				t.Errorf("the next load's guest was answered %+v; the live one %+v", state.Probes, liveState.Probes)
+			}
+		})
+	}
+}
+
+// cancelAtFirstCall is a context cancelled as the first guest call made
+// under it starts (invoke asks it for the active chain): a caller that
+// gives up while a new load-time instance re-runs the history.
+type cancelAtFirstCall struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+func (c cancelAtFirstCall) Value(key any) any {
+	if _, ok := key.(activeKey); ok {
+		c.cancel()
+	}
+	return c.Context.Value(key)
+}
+
+// A caller that gives up while a new load-time instance re-runs the
+// history gets an error, and the history stays: the next load-time
+// instance re-runs dsh_init, as if the caller had not been there.
+func TestCallerCancellationKeepsTheHistory(t *testing.T) {
+	h := newHost(t)
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	discardLoad(p)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	if _, err := p.loadInstance(cancelAtFirstCall{ctx, cancel}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled caller got %v, want context.Canceled", err)
+	}
+	if !p.keepsHistory() {
+		t.Error("a caller's cancellation dropped the history")
+	}
+	if st := loadTimeState(t, p); st.InitRuns != 1 {
+		t.Errorf("next load-time instance = %+v, want dsh_init re-run (init_runs 1)", st)
+	}
+}
+
+// checkUnderWay reports whether p has an open load-time instance that is
+// not p.load: a repeats check's, or one being made.
+func checkUnderWay(p *Plugin) bool {
+	p.mu.Lock()
+	load := p.load
+	p.mu.Unlock()
+	found := false
+	p.byModule.Range(func(_, v any) bool {
+		if in := v.(*instance); in != load && in.loadTime {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// Unload stops the check of an event's history (repeats), which runs in an
+// instance no agent and not p.load owns, and returns only once it is
+// closed; the plugin's runtime is never closed under it (the race
+// detector saw wazero's teardown race the check's guest code before).
+func TestUnloadStopsAManifestCheck(t *testing.T) {
+	h := lazyHost(t, t.TempDir())
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
+		"subscribe":     []map[string]any{{"event": "custom/ping"}},
+		"event_busy_ms": 300,
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted := make(chan error, 1)
+	go func() { emitted <- h.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !checkUnderWay(p) {
+		if time.Now().After(deadline) {
+			t.Fatal("no check started")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := h.Unload(bg, "kit"); err != nil {
+		t.Fatal(err)
+	}
+	if checkUnderWay(p) {
+		t.Error("Unload returned while the check's instance was open")
+	}
+	if err := <-emitted; err != nil {
+		t.Fatal(err)
+	}
+	if p.users.busy() {
+		t.Error("a runtime user is left after the emit returned")
+	}
+	p.compileMu.Lock()
+	closed := p.rtClosed
+	p.compileMu.Unlock()
+	if !closed {
+		t.Error("the runtime was not closed")
+	}
+}
+
 // discardLoad closes the plugin's load-time instance, as a trap would.
 func discardLoad(p *Plugin) {
 	p.mu.Lock()

@@ -68,8 +68,12 @@ type Plugin struct {
 	compileMu sync.Mutex
 	rtClosed  bool
 	closing   atomic.Bool // closeRuntime was called
-	broken    error       // why the module cannot be compiled (guarded by compileMu)
-	recorded  *manifest   // what the last dsh_init recorded, written once committed
+	// users counts who is making an instance or using one that no agent
+	// slot or p.load owns (a repeats check): close stops new ones and
+	// waits for these, and the runtime closes after the last lets go.
+	users    runtimeUsers
+	broken   error     // why the module cannot be compiled (guarded by compileMu)
+	recorded *manifest // what the last dsh_init recorded, written once committed
 	// history is the load-time instance's, while every call in it can be
 	// answered again (manifest.go); saved is the manifest this process
 	// recorded, while it goes on recording events into it; eventsUsed
@@ -446,18 +450,22 @@ func (p *Plugin) close(why error) {
 	slots := p.agents
 	p.agents = map[string]*agentSlot{}
 	p.mu.Unlock()
-	// Stop every call first, so that they all wind down together, then
-	// kill the commands they may be waiting for.
-	for _, in := range insts {
-		in.guard.halt(why)
-	}
-	for _, s := range slots {
-		if in := s.ready2(); in != nil {
-			in.guard.halt(why)
-		}
-	}
+	// No one makes an instance from now on. Stop every call, so that they
+	// all wind down together, then kill the commands they may be waiting
+	// for. Whoever is making an instance, or checking a history in one no
+	// slot owns, closes it once stopped; wait for that as for the others
+	// (the runtime outlives them anyway).
+	idle := p.users.stop()
+	p.halted.CompareAndSwap(nil, &why)
+	p.haltOpen(why)
 	p.closeSandbox()
 	deadline := time.Now().Add(closeWait)
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+	t.Stop()
 	var late []*instance
 	var lateSlots []*agentSlot
 	for _, s := range slots {
@@ -499,19 +507,79 @@ func (p *Plugin) close(why error) {
 // its commands with them (their waits end with the calls' contexts).
 func (p *Plugin) haltAll(why error) {
 	p.halted.CompareAndSwap(nil, &why)
-	p.mu.Lock()
-	insts := []*instance{}
-	if p.load != nil {
-		insts = append(insts, p.load)
-	}
-	for _, s := range p.agents {
-		if in := s.ready2(); in != nil {
-			insts = append(insts, in)
+	p.haltOpen(why)
+}
+
+// haltOpen stops the call in progress in every open instance of the
+// plugin, whoever owns it. An instance is open from when its guard exists
+// (byModule) until it is finalised; one made after this finds p.halted
+// set as its first call starts.
+func (p *Plugin) haltOpen(why error) {
+	p.byModule.Range(func(_, v any) bool {
+		v.(*instance).guard.halt(why)
+		return true
+	})
+}
+
+// runtimeUsers counts the callers between holdRuntime and letGoRuntime.
+type runtimeUsers struct {
+	mu       sync.Mutex
+	n        int
+	stopping bool
+	idle     chan struct{} // closed when n reaches 0 after stop
+}
+
+// stop refuses new users and returns a channel closed once none is left.
+func (u *runtimeUsers) stop() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stopping = true
+	if u.idle == nil {
+		u.idle = make(chan struct{})
+		if u.n == 0 {
+			close(u.idle)
 		}
 	}
-	p.mu.Unlock()
-	for _, in := range insts {
-		in.guard.halt(why)
+	return u.idle
+}
+
+func (u *runtimeUsers) busy() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n > 0
+}
+
+// holdRuntime keeps the runtime open until letGoRuntime, for a caller
+// about to make an instance or use one no slot owns; false once the
+// plugin is closing.
+func (p *Plugin) holdRuntime() bool {
+	u := &p.users
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stopping {
+		return false
+	}
+	u.n++
+	return true
+}
+
+// letGoRuntime ends a holdRuntime; the last user out of a closing plugin
+// closes its runtime.
+func (p *Plugin) letGoRuntime() {
+	u := &p.users
+	u.mu.Lock()
+	u.n--
+	last := u.n == 0
+	if last && u.idle != nil {
+		select {
+		case <-u.idle:
+		default:
+			close(u.idle)
+		}
+	}
+	u.mu.Unlock()
+	if last {
+		p.releaseRuntime()
 	}
 }
 
@@ -527,7 +595,7 @@ func (p *Plugin) closeRuntime() {
 // compilation holds it. Whoever ends a compilation calls it again, so
 // the last one out closes the runtime.
 func (p *Plugin) releaseRuntime() {
-	if !p.closing.Load() || !p.compileMu.TryLock() {
+	if !p.closing.Load() || p.users.busy() || !p.compileMu.TryLock() {
 		return
 	}
 	rt, done := p.rt, p.rtClosed
@@ -716,6 +784,10 @@ func (p *Plugin) loadInstance(ctx context.Context) (*instance, error) {
 	if initing {
 		return nil, &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: errors.New("the load-time instance is still initialising")}
 	}
+	if !p.holdRuntime() {
+		return nil, fmt.Errorf("plugin %q: %w", p.name, ErrNotLoaded)
+	}
+	defer p.letGoRuntime() // after a plugin closed meanwhile closed inst
 	inst, err := p.newInstance(ctx, true, nil)
 	if err != nil {
 		return nil, err

@@ -58,6 +58,9 @@ type config struct {
 	// EventClockSection: every listener registers a section showing the
 	// wall clock as it runs, after its probes.
 	EventClockSection bool `json:"event_clock_section"`
+	// EventBusyMs: every listener computes for this many milliseconds of
+	// wall time, making no host call, before it returns.
+	EventBusyMs int `json:"event_busy_ms"`
 	// InitRead reads this file in dsh_init; InitPrint prints this line.
 	InitRead  string                     `json:"init_read"`
 	InitPrint string                     `json:"init_print"`
@@ -227,9 +230,11 @@ func init() {
 					return waterfall(ev, model, payload)
 				})
 			} else {
-				probes, clock := c.EventProbes, c.EventClockSection
+				probes, clock, busy := c.EventProbes, c.EventClockSection, time.Duration(c.EventBusyMs)*time.Millisecond
 				err = p.On(ev, func(ctx guest.Context, payload []byte) error {
 					eventLog = append(eventLog, ev+" "+string(payload))
+					for start := time.Now(); time.Since(start) < busy; {
+					}
 					for _, pr := range probes {
 						probeLog = append(probeLog, runProbe(pr))
 					}
