@@ -86,9 +86,10 @@ const (
 	maxManifest = 1 << 20
 )
 
-// maxRepeatCheck is the longest dsh_init that is run a second time to see
-// whether it repeats (repeats): a slower one is not recorded, so that
-// recording never costs much more than the load.
+// maxRepeatCheck is the longest dsh_init, or agentless event, that is
+// run a second time to see whether it repeats (repeats): a slower one is
+// not recorded, so that recording never costs much more than the load,
+// or an event's emitter much more than the event.
 const maxRepeatCheck = time.Second
 
 // replayable are the host functions a recorded dsh_init may call: the
@@ -597,12 +598,25 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 		held = true
 		next, hist = p.noteEvent(cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
 	}
+	start := time.Now()
 	st, out, err = in.invoke(ctx, cs, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), emptyContext, payload)
+	if next != nil && time.Since(start) > maxRepeatCheck {
+		next = nil // the check would double a slow event's time for its emitter
+		p.stopManifest()
+	}
 	if !held && cs.rec != nil {
 		p.dropHistory() // the call failed before it held the instance
 	}
 	p.extendManifest(ctx, next, hist)
 	return st, out, err
+}
+
+// stopManifest stops recording events into the manifest; the history
+// goes on.
+func (p *Plugin) stopManifest() {
+	p.mu.Lock()
+	p.saved = nil
+	p.mu.Unlock()
 }
 
 func (p *Plugin) dropHistory() {

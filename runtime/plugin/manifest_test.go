@@ -738,6 +738,36 @@ func TestCallerCancellationKeepsTheHistory(t *testing.T) {
 	}
 }
 
+// An event that takes longer than maxRepeatCheck is not checked, so not
+// recorded: the check would double its time for whoever emitted it. The
+// history keeps it, and a new load-time instance is rebuilt from it.
+func TestSlowEventIsNotRecorded(t *testing.T) {
+	dir := t.TempDir()
+	h := lazyHost(t, dir)
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
+		"sections":      []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
+		"subscribe":     []map[string]any{{"event": "custom/ping"}},
+		"event_busy_ms": int(maxRepeatCheck/time.Millisecond) + 100,
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !p.keepsHistory() {
+		t.Fatal("the slow event dropped the history")
+	}
+	discardLoad(p)
+	if st := loadTimeState(t, p); st.InitRuns != 1 || len(st.Events) != 1 {
+		t.Errorf("rebuilt load-time instance = %+v, want init and the event re-run", st)
+	}
+	h.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 1 || len(ms[0].Events) != 0 {
+		t.Errorf("manifests = %+v, want one without the slow event", ms)
+	}
+}
+
 // checkUnderWay reports whether p has an open load-time instance that is
 // not p.load: a repeats check's, or one being made.
 func checkUnderWay(p *Plugin) bool {
