@@ -566,7 +566,7 @@ func (in *instance) rerun(ctx context.Context, h *history) error {
 // recorded next, or else to the load-time instance, recorded into its
 // history (and the manifest, while it is being recorded).
 func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte) (hostfns.OutStatus, []byte, error) {
-	st, out, handled, cont := p.replayEvent(ctx, event, payload)
+	st, out, handled, cont, spent := p.replayEvent(ctx, event, payload)
 	if handled {
 		return st, out, nil
 	}
@@ -587,6 +587,7 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 		// The calls already answered are replayed to the guest, and
 		// recorded with the rest: the event enters the history whole.
 		cs.replay = &replayer{calls: cont, live: true}
+		cs.hostBytes = spent // one event, one host byte budget
 		if cs.rec != nil {
 			cs.rec.calls, cs.rec.bytes = slices.Clone(cont), recordBytes(cont)
 		}
@@ -634,10 +635,10 @@ func (p *Plugin) keepsHistory() bool {
 // replayEvent answers event from the manifest's record, if the plugin
 // loaded lazily, has no load-time instance yet, and recorded this event
 // next. When an answer differs, the calls so far are returned as cont,
-// for the guest to carry on from.
-func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) (_ hostfns.OutStatus, _ []byte, handled bool, cont []recordedCall) {
+// for the guest to carry on from, with the host bytes they spent.
+func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) (_ hostfns.OutStatus, _ []byte, handled bool, cont []recordedCall, spent int64) {
 	if p.manifest == nil {
-		return 0, nil, false, nil
+		return 0, nil, false, nil, 0
 	}
 	p.loadCreate.Lock() // no load-time instance is made meanwhile
 	defer p.loadCreate.Unlock()
@@ -651,7 +652,7 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 	if !ok {
 		p.eventsUsed = len(p.manifest.Events) // the guest takes over from here
 		p.mu.Unlock()
-		return 0, nil, false, nil
+		return 0, nil, false, nil, 0
 	}
 	p.eventsUsed++
 	p.mu.Unlock()
@@ -666,13 +667,13 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 			p.mu.Lock()
 			p.eventsUsed = len(p.manifest.Events)
 			p.mu.Unlock()
-			return 0, nil, false, got
+			return 0, nil, false, got, cs.hostBytes
 		}
 	}
 	p.mu.Lock()
 	p.history = hist.with(ev, eventBytes(ev))
 	p.mu.Unlock()
-	return ev.Status, ev.Out, true, nil
+	return ev.Status, ev.Out, true, nil, 0
 }
 
 // noteEvent adds a handled event to the load-time instance's history,

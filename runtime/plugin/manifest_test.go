@@ -826,6 +826,53 @@ func TestUnloadStopsAManifestCheck(t *testing.T) {
 	}
 }
 
+// An event whose replay diverges is carried on by the guest under the
+// host byte budget the replay had already spent: one event, one budget.
+func TestCarriedOnEventKeepsItsHostByteBudget(t *testing.T) {
+	text := strings.Repeat("x", 1400)
+	var probes []map[string]any
+	for i := 1; i <= 3; i++ {
+		req, _ := json.Marshal(hostfns.SectionRequest{Name: fmt.Sprintf("kit:ev%d", i), Order: 140 + i, Text: text})
+		probes = append(probes, map[string]any{"fn": hostfns.FnSectionRegister, "req": string(req)})
+	}
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{HostBytes: 4000}, Config: cfg(t, map[string]any{
+		"sections":     []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
+		"subscribe":    []map[string]any{{"event": "custom/ping"}},
+		"event_probes": probes,
+	})}
+	h1, p1 := loadAgain(t, dir, spec)
+	if err := h1.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Two registrations fit the budget; the third is refused.
+	if st := loadTimeState(t, p1); len(st.Probes) != 3 || st.Probes[1].Status != 0 || st.Probes[2].Status != uint32(hostfns.ErrLimit) {
+		t.Fatalf("live probes = %+v, want OK, OK, over the budget", st.Probes)
+	}
+	h1.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 1 || len(ms[0].Events) != 1 {
+		t.Fatalf("manifests = %+v", ms)
+	}
+
+	// The replay spends the first two requests, the second refused now:
+	// the guest carries on, and its third request is still one too many.
+	h2, p2 := loadTaken(t, dir, spec, "kit:ev2")
+	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	st := loadTimeState(t, p2)
+	if len(st.Probes) != 3 || st.Probes[1].Status != uint32(hostfns.ErrRule) || st.Probes[2].Status != uint32(hostfns.ErrLimit) {
+		t.Errorf("carried-on probes = %+v, want OK, taken, over the budget", st.Probes)
+	}
+	var names []string
+	for _, s := range p2.Contribution().Sections {
+		names = append(names, s.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"kit:dyn", "kit:ev1"}) {
+		t.Errorf("sections = %q, want kit:dyn and kit:ev1", names)
+	}
+}
+
 // discardLoad closes the plugin's load-time instance, as a trap would.
 func discardLoad(p *Plugin) {
 	p.mu.Lock()
