@@ -1,33 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A command that ends stops the background compilation: it waits for a
 // compilation that honours cancellation to end, and only a bounded time
@@ -54,7 +37,7 @@ func TestBackgroundCompileStop(t *testing.T) {
 		}
 	})
 	t.Run("a compilation that stops", func(t *testing.T) {
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		var ended atomic.Bool
 		started := make(chan struct{})
 		stop := runInBackground(func(ctx context.Context) error {
@@ -74,7 +57,7 @@ func TestBackgroundCompileStop(t *testing.T) {
 		}
 	})
 	t.Run("a failure", func(t *testing.T) {
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		failed := make(chan struct{})
 		stop := runInBackground(func(context.Context) error {
 			defer close(failed)
@@ -82,7 +65,7 @@ func TestBackgroundCompileStop(t *testing.T) {
 		}, time.Minute, slog.New(slog.NewTextHandler(&logs, nil)))
 		<-failed
 		stop()
-		if !bytes.Contains([]byte(logs.String()), []byte("module does not validate")) {
+		if !strings.Contains(logs.String(), "module does not validate") {
 			t.Errorf("log = %q, want the failure", logs.String())
 		}
 	})

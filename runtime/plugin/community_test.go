@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
@@ -28,27 +28,9 @@ func communityGuest(t testing.TB, name string) string {
 	return p
 }
 
-// syncBuf is a log sink tests read.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func loggingHost(t testing.TB) (*Host, *syncBuf) {
+func loggingHost(t testing.TB) (*Host, *syncbuf.Buffer) {
 	t.Helper()
-	buf := &syncBuf{}
+	buf := &syncbuf.Buffer{}
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(t),
 		Logger: slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
