@@ -456,11 +456,10 @@ func (p *Plugin) close(why error) {
 	// slot owns, closes it once stopped; wait for that as for the others
 	// (the runtime outlives them anyway).
 	idle := p.users.stop()
-	p.halted.CompareAndSwap(nil, &why)
-	p.haltOpen(why)
+	p.haltAll(why)
 	p.closeSandbox()
 	deadline := time.Now().Add(closeWait)
-	t := time.NewTimer(max(time.Until(deadline), 0))
+	t := time.NewTimer(closeWait)
 	select {
 	case <-idle:
 	case <-t.C:
