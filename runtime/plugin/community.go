@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -136,8 +135,23 @@ func exportList(m map[string]api.FunctionDefinition) string {
 
 // checkExtismModule checks a community module's imports against what the
 // kernel provides, signature by signature, so a mismatch is a load error
-// that names the import rather than an instantiation failure.
-func (p *Plugin) checkExtismModule() error {
+// that names the import rather than an instantiation failure. wasm is the
+// module's bytes: a module may import only functions, and wazero lists no
+// imported globals or tables, so every import is read from them.
+func (p *Plugin) checkExtismModule(wasm []byte) error {
+	imps, err := interrupt.Imports(wasm)
+	if err != nil {
+		return fmt.Errorf("%w: read the import section: %w", ErrABI, err)
+	}
+	for _, imp := range imps {
+		if imp.Kind != "func" {
+			// The kernel's memory and globals (its heap, input and output
+			// offsets) are the host's: a guest that linked them could move
+			// or forge what the host reads back.
+			return fmt.Errorf("%w: module imports %s::%s, a %s; an Extism plugin may import only functions (the Extism kernel's, hyper-mcp's and WASI's), never a memory, global, table or tag",
+				ErrABI, imp.Module, imp.Name, imp.Kind)
+		}
+	}
 	kexp := p.kernel.ExportedFunctions()
 	for _, imp := range p.module.ImportedFunctions() {
 		mod, name, _ := imp.Import()
@@ -191,8 +205,8 @@ func (p *Plugin) checkExtismModule() error {
 }
 
 // prepareExtism compiles the kernel and provides its Go functions in the
-// plugin's runtime.
-func (p *Plugin) prepareExtism(ctx context.Context) error {
+// plugin's runtime; wasm is the module as compiled.
+func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) error {
 	cfg, err := extismConfig(p.config)
 	if err != nil {
 		return err
@@ -216,7 +230,7 @@ func (p *Plugin) prepareExtism(ctx context.Context) error {
 	if _, err := b.Instantiate(ctx); err != nil {
 		return fmt.Errorf("instantiate %s: %w", extismGoModule, err)
 	}
-	return p.checkExtismModule()
+	return p.checkExtismModule(wasm)
 }
 
 // extismConfig turns the plugin's JSON config into Extism's string map:
@@ -251,17 +265,16 @@ type extismState struct {
 	vars     map[string][]byte
 	varBytes int
 
-	// Buffers of the tool-call path, reused (mu guards them: a tool call
-	// and a re-query may overlap on the load-time instance).
+	// Buffers of the tool-call path, reused (mu guards them: they are
+	// used outside the instance's call, before and after it).
 	mu               sync.Mutex
 	args, res, block jsonobj.Obj
 	text             []byte
 
 	// Valid during a call.
-	abortErr     error
-	httpStatus   int32
-	httpHeaders  []byte
-	toolsChanged atomic.Bool
+	abortErr    error
+	httpStatus  int32
+	httpHeaders []byte
 }
 
 // newExtismInstance instantiates a kernel and the guest linked to it.
@@ -498,13 +511,14 @@ func (p *Plugin) listTools(ctx context.Context, in *instance) ([]mcpTool, error)
 }
 
 // extismInit is runInit for a community plugin: its tools are its whole
-// contribution.
+// contribution, listed once here and fixed until the plugin is reloaded.
+// No agent's call changes them (notify_tool_list_changed is refused), so
+// no agent can change what another sees.
 func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) error {
 	tools, err := p.listTools(ctx, in)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInit, err)
 	}
-	in.ext.toolsChanged.Store(false)
 	if err := p.addTools(&callState{tx: tx, init: true}, tools); err != nil {
 		return fmt.Errorf("%w: %w", ErrInit, err)
 	}
@@ -514,7 +528,7 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 	for _, t := range tools {
 		pt := toolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
-		if _, st, msg := p.contrib.register(cs, "tool", t.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(pt) }, &reg{tool: pt}); st != 0 {
+		if _, st, msg := p.contrib.register(cs, toolReg(pt)); st != 0 {
 			if st == hostfns.ErrRule && strings.Contains(msg, "duplicate") {
 				msg += " (tool names are global, and a community plugin's tools keep the names it gives them: load only one of the plugins that have it)"
 			}
@@ -522,48 +536,6 @@ func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
 		}
 	}
 	return nil
-}
-
-// refreshTools re-queries the tools, in the instance that said they
-// changed, and replaces the plugin's tools in the registry in one update.
-func (p *Plugin) refreshTools(ctx context.Context, in *instance) error {
-	tools, err := p.listTools(ctx, in)
-	if err != nil {
-		return err
-	}
-	in.ext.toolsChanged.Store(false)
-	c := p.contrib
-	var old []*reg
-	err = p.h.reg.Update(func(tx *prompt.Tx) error {
-		c.mu.Lock()
-		if c.removed {
-			c.mu.Unlock()
-			return errRemoved
-		}
-		old = append([]*reg(nil), c.regs...)
-		keep := make([]*reg, 0, len(c.regs))
-		for _, r := range c.regs {
-			if r.kind != "tool" {
-				keep = append(keep, r)
-				continue
-			}
-			if err := r.d.Tx(tx); err != nil && !errors.Is(err, prompt.ErrNotRegistered) {
-				c.mu.Unlock()
-				return err
-			}
-		}
-		c.regs = keep
-		c.mu.Unlock()
-		return p.addTools(&callState{tx: tx}, tools)
-	})
-	if err != nil && old != nil {
-		// The update was discarded: the registry still holds the old
-		// tools, and so must the contribution.
-		c.mu.Lock()
-		c.regs = old
-		c.mu.Unlock()
-	}
-	return err
 }
 
 // callExtismTool runs a community tool and turns its MCP CallToolResult
@@ -598,11 +570,6 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 		input = append(input, `}}`...)
 	}
 	out, msg, failed, err := in.invokeExtism(ctx, &callState{facts: facts}, export, p.limits.CallTimeout, input)
-	if x.toolsChanged.Swap(false) && err == nil {
-		if rerr := p.refreshTools(context.WithoutCancel(ctx), in); rerr != nil {
-			p.log.Warn("the plugin said its tools changed; re-querying them failed", "err", rerr)
-		}
-	}
 	if err != nil {
 		return tool.Result{}, err
 	}

@@ -86,7 +86,7 @@ var extismImpls = map[string]extismImpl{
 	"notify_prompt_list_changed":   extUnsupported("prompts (notify_prompt_list_changed): dsh-wasm serves a plugin's tools only"),
 	"notify_resource_list_changed": extUnsupported("resources (notify_resource_list_changed): dsh-wasm serves a plugin's tools only"),
 	"notify_resource_updated":      extUnsupported("resources (notify_resource_updated): dsh-wasm serves a plugin's tools only"),
-	"notify_tool_list_changed":     extToolListChanged,
+	"notify_tool_list_changed":     extUnsupported("tool list changes (notify_tool_list_changed): a community plugin's tools are listed once, at load, and every agent sees that list until the plugin is reloaded"),
 }
 
 // keyArg reads the block at off as a key of at most maxExtismVarKey bytes.
@@ -296,9 +296,4 @@ func extNotify(kind string) extismImpl {
 		in.p.rateLog(len(b), func() { in.p.log.Log(cs.ctx, level, "mcp "+kind, "stream", "extism", "notification", string(b)) })
 		return nil
 	}
-}
-
-func extToolListChanged(in *instance, x *extismState, cs *callState, stack []uint64) error {
-	x.toolsChanged.Store(true)
-	return nil
 }

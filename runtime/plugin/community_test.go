@@ -140,36 +140,6 @@ func TestCommunityMCPRunLegacyConfig(t *testing.T) {
 	}
 }
 
-func TestCommunityToolListChanged(t *testing.T) {
-	ctx := context.Background()
-	h := newHost(t)
-	if _, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := registryTool(h, "extra"); ok {
-		t.Fatal("extra listed before it was enabled")
-	}
-	a := agent("a", "m")
-	if res, err := h.CallTool(ctx, a, "extra", nil); !errors.Is(err, ErrNoTool) {
-		t.Fatalf("extra before: %+v %v", res, err)
-	}
-	res, err := h.CallTool(ctx, a, "enable_extra", nil)
-	if err != nil || res.Text != "extra enabled" {
-		t.Fatalf("enable_extra = %+v, %v", res, err)
-	}
-	tool, ok := registryTool(h, "extra")
-	if !ok || tool.Description != "Added at run time." {
-		t.Fatalf("after notify_tool_list_changed, extra = %+v, %v", tool, ok)
-	}
-	res, err = h.CallTool(ctx, a, "extra", nil)
-	if err != nil || res.Text != "extra ran" {
-		t.Fatalf("extra = %+v, %v", res, err)
-	}
-	if _, ok := registryTool(h, "echo"); !ok {
-		t.Error("the other tools went missing in the refresh")
-	}
-}
-
 func TestCommunityUnsupportedHostFunction(t *testing.T) {
 	ctx := context.Background()
 	h := newHost(t)
@@ -430,40 +400,5 @@ func TestCommunityInstancesClose(t *testing.T) {
 	}
 	if modules() != 0 {
 		t.Fatalf("after unload: %d modules", modules())
-	}
-}
-
-// A refreshed tool list that the registry refuses (a name another
-// plugin holds) leaves the plugin's tools as they were.
-func TestCommunityToolListChangeRefused(t *testing.T) {
-	ctx := context.Background()
-	h := newHost(t)
-	p, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Registry().RegisterTool(prompt.Tool{Name: "extra", Description: "someone else's"}); err != nil {
-		t.Fatal(err)
-	}
-	before := len(p.Contribution().Tools)
-	a := agent("a", "m")
-	if res, err := h.CallTool(ctx, a, "enable_extra", nil); err != nil || res.Text != "extra enabled" {
-		t.Fatalf("enable_extra: %+v, %v", res, err)
-	}
-	if got := len(p.Contribution().Tools); got != before {
-		t.Errorf("%d tools after the refused refresh, want %d", got, before)
-	}
-	if tool, _ := registryTool(h, "extra"); tool.Description != "someone else's" {
-		t.Errorf("extra = %+v", tool)
-	}
-	if res, err := h.CallTool(ctx, a, "echo", []byte(`{"text":"ok"}`)); err != nil || res.Text != "ok" {
-		t.Errorf("echo after the refused refresh: %+v, %v", res, err)
-	}
-	// Its registrations are still the live ones: unloading removes them.
-	if err := h.Unload(ctx, "v1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := registryTool(h, "echo"); ok {
-		t.Error("echo is still registered after the unload")
 	}
 }

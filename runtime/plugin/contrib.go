@@ -23,13 +23,60 @@ type Contribution struct {
 	Subscriptions []hostfns.SubscribeRequest `json:"subscriptions"`
 }
 
+// reg is one registration: what it adds to the registry, and the
+// disposer that takes it out. It is made by one of the constructors
+// below and added only by contrib.register, which alone decides what it
+// costs (promptBytes): no caller states a size.
 type reg struct {
 	kind string // section, variable, tool, hook
 	name string
-	size int64 // bytes of prompt text it holds in the host (prompt_bytes)
 	d    prompt.Disposer
-	sec  hostfns.SectionRequest
-	tool prompt.Tool
+	// What is registered, by kind.
+	sec      prompt.Section      // section (Owner is set by register)
+	tool     prompt.Tool         // tool
+	variable prompt.VariableFunc // variable
+	hook     prompt.AssembleHook // hook
+}
+
+func sectionReg(s prompt.Section) *reg { return &reg{kind: "section", name: s.Name, sec: s} }
+func toolReg(t prompt.Tool) *reg       { return &reg{kind: "tool", name: t.Name, tool: t} }
+func variableReg(name string, fn prompt.VariableFunc) *reg {
+	return &reg{kind: "variable", name: name, variable: fn}
+}
+func hookReg(event string, fn prompt.AssembleHook) *reg {
+	return &reg{kind: "hook", name: event, hook: fn}
+}
+
+// promptBytes is the prompt text the registration holds in the host, the
+// one measure of grants.limits.prompt_bytes' static part: a static
+// section's text; a tool's name, description and schema as the model
+// receives them (prompt.Tool.Sent). Dynamic sections and variables are
+// charged per assembly instead (promptCall).
+func (r *reg) promptBytes() int64 {
+	switch r.kind {
+	case "section":
+		return int64(len(r.sec.Text))
+	case "tool":
+		t := r.tool.Sent()
+		return int64(len(t.Name) + len(t.Description) + len(t.Parameters))
+	}
+	return 0
+}
+
+// add puts the registration into tx, owned by plugin.
+func (r *reg) add(tx *prompt.Tx, plugin string) (prompt.Disposer, error) {
+	switch r.kind {
+	case "section":
+		r.sec.Owner = ownerOf(plugin)
+		return tx.AddSection(r.sec)
+	case "tool":
+		return tx.AddTool(r.tool)
+	case "variable":
+		return tx.AddOwnedVariable(r.name, ownerOf(plugin), r.variable)
+	case "hook":
+		return tx.AddAssembleHook("plugin:"+plugin, r.hook)
+	}
+	return nil, fmt.Errorf("registration of unknown kind %q", r.kind)
 }
 
 // contrib tracks a plugin's registrations, so that it can unregister only
@@ -44,8 +91,8 @@ type contrib struct {
 	regs    []*reg
 	subs    []hostfns.SubscribeRequest
 	caps    hostfns.Capabilities
-	// static is the prompt text the registrations hold: static sections'
-	// text, tools' descriptions and schemas (Limits.PromptBytes).
+	// static is the prompt text the registrations hold, the sum of their
+	// promptBytes (Limits.PromptBytes).
 	static int64
 }
 
@@ -83,7 +130,7 @@ func (c *contrib) snapshot() Contribution {
 	for _, r := range c.regs {
 		switch r.kind {
 		case "section":
-			out.Sections = append(out.Sections, r.sec)
+			out.Sections = append(out.Sections, hostfns.SectionRequest{Name: r.sec.Name, Order: r.sec.Order, Text: r.sec.Text, Dynamic: r.sec.Dynamic != nil})
 		case "variable":
 			out.Variables = append(out.Variables, r.name)
 		case "tool":

@@ -80,9 +80,7 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 			}
 			return p.assembleHook(ctx, ac, a)
 		}
-		_, st, msg := c.register(cs, "hook", r.Event, func(tx *prompt.Tx) (prompt.Disposer, error) {
-			return tx.AddAssembleHook("plugin:"+p.name, hook)
-		}, &reg{})
+		_, st, msg := c.register(cs, hookReg(r.Event, hook))
 		if st != 0 {
 			return nil, st, msg
 		}

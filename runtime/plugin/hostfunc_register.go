@@ -26,23 +26,27 @@ func registrationStatus(err error, plugin string, max int) (hostfns.Status, stri
 	return hostfns.ErrInternal, err.Error()
 }
 
-// register adds one registration under the plugin's limits.
-func (c *contrib) register(cs *callState, kind, name string, add func(tx *prompt.Tx) (prompt.Disposer, error), r *reg) ([]byte, hostfns.Status, string) {
+// register adds one registration under the plugin's limits. It is the
+// one way into the registry for everything a plugin registers, whatever
+// its ABI (dsh:host/v1's host functions, a community plugin's tool list),
+// and the one place its prompt text is measured and charged.
+func (c *contrib) register(cs *callState, r *reg) ([]byte, hostfns.Status, string) {
 	err := c.withTx(cs, func(tx *prompt.Tx) error {
 		if c.count() >= c.p.limits.MaxRegistrations {
 			return errLimit
 		}
-		if lim := c.p.limits.PromptBytes; r.size > 0 && c.static+r.size > lim {
+		size := r.promptBytes()
+		if lim := c.p.limits.PromptBytes; size > 0 && c.static+size > lim {
 			return fmt.Errorf("%w: plugin %q holds %d bytes of prompt text; %s %q would add %d, past grants.limits.prompt_bytes (%d)",
-				errQuota, c.p.name, c.static, kind, name, r.size, lim)
+				errQuota, c.p.name, c.static, r.kind, r.name, size, lim)
 		}
-		d, err := add(tx)
+		d, err := r.add(tx, c.p.name)
 		if err != nil {
 			return err
 		}
-		r.d, r.kind, r.name = d, kind, name
+		r.d = d
 		c.regs = append(c.regs, r)
-		c.static += r.size
+		c.static += size
 		return nil
 	})
 	if err != nil {
@@ -69,18 +73,18 @@ func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostf
 	if err := p.checkSectionOrder(r.Name, r.Order); err != nil {
 		return nil, hostfns.ErrDenied, err.Error()
 	}
-	s := prompt.Section{Name: r.Name, Order: r.Order, Text: r.Text, Owner: ownerOf(p.name)}
+	s := prompt.Section{Name: r.Name, Order: r.Order, Text: r.Text}
 	if r.Dynamic {
 		if st, msg := p.contrib.needExport(hostfns.ExportSection, "a dynamic section"); st != 0 {
 			return nil, st, msg
 		}
-		s.Text, r.Text = "", ""
+		s.Text = ""
 		name := r.Name
 		s.Dynamic = func(ctx context.Context, ac prompt.AssembleContext) (string, error) {
 			return p.sectionText(ctx, ac, name)
 		}
 	}
-	return p.contrib.register(cs, "section", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddSection(s) }, &reg{sec: r, size: int64(len(s.Text))})
+	return p.contrib.register(cs, sectionReg(s))
 }
 
 // hostVariableRegister implements variable_register; the value comes
@@ -98,9 +102,7 @@ func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, host
 	fn := func(ctx context.Context, ac prompt.AssembleContext) (string, bool, error) {
 		return p.variableValue(ctx, ac, name)
 	}
-	return p.contrib.register(cs, "variable", name, func(tx *prompt.Tx) (prompt.Disposer, error) {
-		return tx.AddOwnedVariable(name, ownerOf(p.name), fn)
-	}, &reg{})
+	return p.contrib.register(cs, variableReg(name, fn))
 }
 
 // hostToolRegister implements tool_register; calls go to dsh_tool.
@@ -113,9 +115,7 @@ func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.
 	if st, msg := p.contrib.needExport(hostfns.ExportTool, "a tool"); st != 0 {
 		return nil, st, msg
 	}
-	t := toolOf(r)
-	return p.contrib.register(cs, "tool", r.Name, func(tx *prompt.Tx) (prompt.Disposer, error) { return tx.AddTool(t) },
-		&reg{tool: t, size: int64(len(r.Description) + len(r.Parameters))})
+	return p.contrib.register(cs, toolReg(toolOf(r)))
 }
 
 // toolOf is the one translation of a tool from its wire shape, as a
@@ -143,7 +143,7 @@ func hostUnregister(kind string) hostImpl {
 			if err := c.regs[i].d.Tx(tx); err != nil {
 				return err
 			}
-			c.static -= c.regs[i].size
+			c.static -= c.regs[i].promptBytes()
 			c.regs = append(c.regs[:i], c.regs[i+1:]...)
 			return nil
 		})

@@ -224,7 +224,7 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 			return fmt.Errorf("%w: the module is not the one its manifest describes (ABI %s, exports %v)", ErrABI, abi, slices.Sorted(maps.Keys(exports)))
 		}
 	} else if p.abi = abi; p.isExtism() {
-		if err := p.prepareExtism(ctx); err != nil {
+		if err := p.prepareExtism(ctx, b); err != nil {
 			return err
 		}
 	} else if p.exports, err = p.checkModule(); err != nil {

@@ -10,12 +10,19 @@
 // {path}; fetch {url}; enable_extra (sets a var and notifies that the
 // tool list changed; describe then lists "extra"); spin; grow; config
 // {key}; sample (calls create_message); setvar {size}; biglog.
+//
+// Config, for the prompt-quota tests: pad_tools N lists N more tools
+// pad_0 … pad_N-1, each with a description of pad_description bytes and a
+// schema whose one property has a description of pad_schema bytes;
+// extra_description makes the run-time tool extra's description that
+// many bytes.
 package main
 
 import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/extism/go-pdk"
@@ -62,14 +69,31 @@ func describe() int32 {
 		{"setvar", "Store size bytes in the Extism var big.", schema("size")},
 		{"biglog", "Log 100000 bytes.", schema()},
 	}
+	n := configInt("pad_tools")
+	for i := 0; i < n; i++ {
+		s := schema("pad")
+		s["properties"].(map[string]any)["pad"] = map[string]any{"type": "string", "description": strings.Repeat("s", configInt("pad_schema"))}
+		tools = append(tools, tool{fmt.Sprintf("pad_%d", i), strings.Repeat("d", configInt("pad_description")), s})
+	}
 	if len(pdk.GetVar("extra")) > 0 {
-		tools = append(tools, tool{"extra", "Added at run time.", schema()})
+		desc := "Added at run time."
+		if n := configInt("extra_description"); n > 0 {
+			desc = strings.Repeat("e", n)
+		}
+		tools = append(tools, tool{"extra", desc, schema()})
 	}
 	if err := pdk.OutputJSON(map[string]any{"tools": tools}); err != nil {
 		pdk.SetError(err)
 		return 1
 	}
 	return 0
+}
+
+// configInt is the config value key as a number; 0 when absent.
+func configInt(key string) int {
+	v, _ := pdk.GetConfig(key)
+	n, _ := strconv.Atoi(v)
+	return n
 }
 
 type content map[string]any
