@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -150,10 +151,10 @@ func TestInspectTestkit(t *testing.T) {
 		// Declared needs are reported, not refused: nothing is granted.
 		Capabilities: hostfns.Capabilities{Env: []string{"HOME"}, Net: []string{"example.com"}},
 		// The defaults, and what the registrations hold: the static
-		// section's 43 bytes and the two tools' descriptions and schemas
-		// (17+17 + 20+17).
+		// section's 43 bytes and the two tools' names, descriptions and
+		// schemas (4+17+17 + 7+20+17).
 		Bounds: plugin.Bounds{MemoryBytes: 256 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
-			HostBytesPerCall: 256 << 20, PromptBytes: 64 << 10, PromptBytesUsed: 114, LogBytesPerMinute: 1 << 20,
+			HostBytesPerCall: 256 << 20, PromptBytes: 64 << 10, PromptBytesUsed: 125, LogBytesPerMinute: 1 << 20,
 			Registrations: 6, MaxRegistrations: 1024, StateBytesPerSession: 16 << 20, SmallRequestBytes: 4096},
 		PromptOrder: [2]int{1, math.MaxInt},
 		Events:      []string{},
@@ -333,4 +334,26 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A community (hyper-mcp) plugin's tools are charged to its prompt_bytes:
+// inspect shows what its names, descriptions and schemas hold.
+func TestInspectCommunityPromptBytes(t *testing.T) {
+	src, err := guestbuild.Build("testdata/guests/mcp-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := inspect(t, src)
+	var want int64
+	for _, tool := range r.Tools {
+		// The report is indented; the schema is charged as registered.
+		var schema bytes.Buffer
+		if err := json.Compact(&schema, tool.Sent().Parameters); err != nil {
+			t.Fatal(err)
+		}
+		want += int64(len(tool.Name) + len(tool.Description) + schema.Len())
+	}
+	if r.PluginABI != "hyper-mcp-v1" || len(r.Tools) == 0 || want == 0 || r.Bounds.PromptBytesUsed != want {
+		t.Fatalf("inspect: abi %s, %d tools, prompt_bytes_used %d, want %d", r.PluginABI, len(r.Tools), r.Bounds.PromptBytesUsed, want)
+	}
 }
