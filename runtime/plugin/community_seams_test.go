@@ -84,11 +84,8 @@ func TestCommunityToolListFixedAtLoad(t *testing.T) {
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
-	_, err = h.CallTool(cctx, a, "enable_extra", nil)
+	_, callErr := h.CallTool(cctx, a, "enable_extra", nil)
 	cancel()
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "notify_tool_list_changed") {
-		t.Fatalf("enable_extra: %v; want ErrUnsupported naming notify_tool_list_changed", err)
-	}
 	// Nothing runs on after the call: a refresh, had there been one, would
 	// have changed the registry by now or never.
 	if n := changes.Load(); n != 0 {
@@ -98,6 +95,9 @@ func TestCommunityToolListFixedAtLoad(t *testing.T) {
 		return x.Name == y.Name && x.Description == y.Description && string(x.Parameters) == string(y.Parameters)
 	}) {
 		t.Fatalf("the tools every agent sees changed:\n before %d tools\n after  %d tools", len(before), len(after))
+	}
+	if !errors.Is(callErr, ErrUnsupported) || !strings.Contains(callErr.Error(), "notify_tool_list_changed") {
+		t.Fatalf("enable_extra: %v; want ErrUnsupported naming notify_tool_list_changed", callErr)
 	}
 	if got := p.Bounds().PromptBytesUsed; got != used {
 		t.Errorf("prompt_bytes_used %d after the call, want %d", got, used)
@@ -115,29 +115,48 @@ func TestCommunityToolListFixedAtLoad(t *testing.T) {
 	}
 }
 
+// kernelImportModule is a community module that answers describe with
+// {"tools":[]} through the kernel's functions and also declares imp: a
+// module that would load and run but for imp.
+func kernelImportModule(imp string, ownMemory bool) string {
+	mem := `(memory (export "memory") 1)`
+	if !ownMemory {
+		mem = ""
+	}
+	return fmt.Sprintf(`(module
+  (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
+  (import "extism:host/env" "store_u8" (func $store_u8 (param i64 i32)))
+  (import "extism:host/env" "output_set" (func $output_set (param i64 i64)))
+  %s
+  %s
+  (data (i32.const 1000) "{\"tools\":[]}")
+  (func (export "describe") (result i32)
+    (local $off i64) (local $i i32)
+    (local.set $off (call $alloc (i64.const 12)))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (i32.const 12)))
+      (call $store_u8 (i64.add (local.get $off) (i64.extend_i32_u (local.get $i))) (i32.load8_u offset=1000 (local.get $i)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (call $output_set (local.get $off) (i64.const 12))
+    (i32.const 0))
+  (func (export "call") (result i32) (i32.const 0)))`, imp, mem)
+}
+
 // A community module may import only functions: the kernel's memory and
-// globals, under any module name the host resolves, refuse the load
-// naming the import.
+// globals, under either module name the host resolves to the kernel,
+// refuse the load naming the import.
 func TestCommunityKernelMemoryAndGlobalsRefused(t *testing.T) {
 	for _, c := range []struct{ name, imp, want string }{
 		{"memory", `(import "extism:host/env" "memory" (memory 1))`, "extism:host/env::memory, a memory"},
+		{"memory-as-user", `(import "extism:host/user" "memory" (memory 1))`, "extism:host/user::memory, a memory"},
 		{"heap", `(import "extism:host/env" "dsh_heap" (global (mut i64)))`, "extism:host/env::dsh_heap, a global"},
-		{"user-name", `(import "extism:host/user" "dsh_out_off" (global (mut i64)))`, "extism:host/user::dsh_out_off, a global"},
-		{"const-global", `(import "extism:host/env" "dsh_abort" (global i32))`, "extism:host/env::dsh_abort, a global"},
+		{"out-as-user", `(import "extism:host/user" "dsh_out_off" (global (mut i64)))`, "extism:host/user::dsh_out_off, a global"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := filepath.Join(dir, "m.wat")
-			mem := `(memory (export "memory") 1)`
-			if c.name == "memory" {
-				mem = ""
-			}
-			os.WriteFile(src, []byte(fmt.Sprintf(`(module
-  (import "extism:host/env" "input_length" (func (result i64)))
-  %s
-  %s
-  (func (export "describe") (result i32) (i32.const 0))
-  (func (export "call") (result i32) (i32.const 0)))`, c.imp, mem)), 0o644)
+			os.WriteFile(src, []byte(kernelImportModule(c.imp, !strings.Contains(c.imp, "(memory"))), 0o644)
 			out := filepath.Join(dir, "m.wasm")
 			checkCBuild(t, guestbuild.CompileWat(out, src))
 			h := newHost(t)
@@ -146,5 +165,15 @@ func TestCommunityKernelMemoryAndGlobalsRefused(t *testing.T) {
 				t.Fatalf("load: %v; want ErrABI naming %s", err, c.want)
 			}
 		})
+	}
+	// The same module without the import loads: the refusal is the
+	// import's alone.
+	dir := t.TempDir()
+	src := filepath.Join(dir, "m.wat")
+	os.WriteFile(src, []byte(kernelImportModule("", true)), 0o644)
+	out := filepath.Join(dir, "m.wasm")
+	checkCBuild(t, guestbuild.CompileWat(out, src))
+	if _, err := newHost(t).Load(context.Background(), Spec{Name: "m", Source: out}); err != nil {
+		t.Fatalf("the module without the import: %v", err)
 	}
 }
