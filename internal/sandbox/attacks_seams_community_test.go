@@ -32,12 +32,14 @@ func (e *env) loadCommunity(name string, cfg map[string]any) (*plugin.Plugin, er
 // the prefixes (what a refused load must leave).
 func (e *env) wantNoToolsOf(prefixes ...string) {
 	e.t.Helper()
+	var left []string
 	for _, t := range e.host.Registry().Tools() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(t.Name, p) {
-				e.t.Errorf("tool %s is registered after a refused load", t.Name)
-			}
+		if slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(t.Name, p) }) {
+			left = append(left, t.Name)
 		}
+	}
+	if len(left) > 0 {
+		e.t.Errorf("%d tools are registered after a refused load, the first %s", len(left), left[0])
 	}
 }
 
