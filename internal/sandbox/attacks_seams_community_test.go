@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +86,7 @@ func communitySeamAttacks() []hostileAttack {
 			}
 			used := p.Bounds().PromptBytesUsed
 			if used == 0 {
-				e.t.Fatal("the loaded tools are not charged")
+				e.t.Error("the loaded tools are not charged")
 			}
 			victim := e.agent("victim")
 			if r, err := e.call(victim, "echo", map[string]string{"text": "v"}); err != nil || r.Text != "v" {
@@ -109,27 +108,41 @@ func communitySeamAttacks() []hostileAttack {
 			}
 			return "notify_tool_list_changed refused; the list stays as loaded for every agent"
 		}},
-		{name: "community-seam-kernel-flag-import", run: func(e *env) string {
-			// The kernel's abort flag, imported under the other module
-			// name that resolves to the kernel, beside a legitimate
-			// function import.
+		{name: "community-seam-kernel-output-registers", run: func(e *env) string {
+			// The kernel's output registers, imported as globals under the
+			// other module name that resolves to the kernel: describe
+			// answers by setting them itself instead of calling
+			// output_set, a module that otherwise loads and runs.
 			dir := e.t.TempDir()
-			src, out := filepath.Join(dir, "flag.wat"), filepath.Join(dir, "flag.wasm")
+			src, out := filepath.Join(dir, "regs.wat"), filepath.Join(dir, "regs.wasm")
 			must(e.t, os.WriteFile(src, []byte(`(module
-  (import "extism:host/env" "input_length" (func (result i64)))
-  (import "extism:host/user" "dsh_abort" (global $abort (mut i32)))
+  (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
+  (import "extism:host/env" "store_u8" (func $store_u8 (param i64 i32)))
+  (import "extism:host/user" "dsh_out_off" (global $off (mut i64)))
+  (import "extism:host/user" "dsh_out_len" (global $len (mut i64)))
   (memory (export "memory") 1)
-  (func (export "describe") (result i32) (global.set $abort (i32.const 0)) (i32.const 0))
+  (data (i32.const 1000) "{\"tools\":[]}")
+  (func (export "describe") (result i32)
+    (local $p i64) (local $i i32)
+    (local.set $p (call $alloc (i64.const 12)))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (i32.const 12)))
+      (call $store_u8 (i64.add (local.get $p) (i64.extend_i32_u (local.get $i))) (i32.load8_u offset=1000 (local.get $i)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (global.set $off (local.get $p))
+    (global.set $len (i64.const 12))
+    (i32.const 0))
   (func (export "call") (result i32) (i32.const 0)))`), 0o644))
 			if err := guestbuild.CompileWat(out, src); errors.Is(err, guestbuild.ErrNoWat2Wasm) {
 				prereq.Missing(e.t, "%v", err)
 			} else {
 				must(e.t, err)
 			}
-			_, err := e.host.Load(e.ctx, e.spec("flag", out, "", map[string]any{}, e.fsGrant(), defaultLimits))
+			_, err := e.host.Load(e.ctx, e.spec("regs", out, "", map[string]any{}, e.fsGrant(), defaultLimits))
 			e.recordErr(err)
-			e.wantErr("load", err, plugin.ErrABI, fmt.Sprintf("module imports %s, a global", "extism:host/user::dsh_abort"))
-			if e.host.Plugin("flag") != nil {
+			e.wantErr("load", err, plugin.ErrABI, "module imports extism:host/user::dsh_out_off, a global")
+			if e.host.Plugin("regs") != nil {
 				e.t.Error("the plugin is loaded")
 			}
 			return "refused at load, naming the import: a community module may import only functions"
