@@ -250,8 +250,8 @@ type Limits struct {
 	// call.
 	HostBytes ByteSize `yaml:"host_bytes,omitempty"`
 	// PromptBytes caps the plugin's prompt text: static sections, tool
-	// descriptions and schemas, and per assembly its dynamic sections and
-	// variable values.
+	// names, descriptions and schemas, and per assembly its dynamic
+	// sections and variable values.
 	PromptBytes ByteSize `yaml:"prompt_bytes,omitempty"`
 	// LogBytes caps what the plugin logs per minute.
 	LogBytes ByteSize `yaml:"log_bytes,omitempty"`

@@ -19,7 +19,8 @@ type Bounds struct {
 	// one call.
 	HostBytesPerCall int64 `json:"host_bytes_per_call"`
 	// PromptBytes caps the plugin's prompt text; PromptBytesUsed is what
-	// its static sections, tool descriptions and schemas hold.
+	// its static sections and its tools' names, descriptions and schemas
+	// hold, whatever its ABI (contrib.register measures them).
 	PromptBytes     int64 `json:"prompt_bytes"`
 	PromptBytesUsed int64 `json:"prompt_bytes_used"`
 	// LogBytesPerMinute caps its log records and stdio lines.
