@@ -127,6 +127,15 @@ func (d *Dir) OpenRoot() (*os.Root, error) {
 	return r, nil
 }
 
+// Root is the Dir's own handle, nil once closed. A user that keeps the
+// directory past the call that read it takes its own handle from it
+// (Root.OpenRoot("."), as the jails do), which outlives the Dir.
+func (d *Dir) Root() *os.Root {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.root
+}
+
 // Dup returns a new Dir on the same directory with the same name, for a
 // holder with its own lifetime (a subagent's session).
 func (d *Dir) Dup() (*Dir, error) {
