@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -275,6 +276,13 @@ func (s *Server) openCwd(tenant, rel string, mkdir bool) (*workdir.Dir, error) {
 	root := s.root(tenant)
 	if !inside(root, filepath.Join(root, rel)) { // Join cleans
 		return nil, errors.New("cwd: leaves your workspace root")
+	}
+	if mkdir {
+		// The workspaces directory is the operator's: made as named.
+		if err := os.MkdirAll(s.cfg.Workspaces, 0o750); err != nil {
+			s.log.Warn("httpapi: make the workspaces directory", "err", err)
+			return nil, errors.New("cwd: the workspace root cannot be created")
+		}
 	}
 	dir, err := workdir.OpenBeneath(s.cfg.Workspaces, filepath.Join(tenant, rel), mkdir)
 	switch {
