@@ -172,6 +172,13 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 	}
 	extra = append(extra, errW)
 	errFD := 2 + len(extra)
+	if len(bindFiles) > 0 && errFD+1 != bindFDBase {
+		// bwrapArgs numbered the binds from bindFDBase.
+		errR.Close()
+		errW.Close()
+		closeStatus(p, statusW)
+		return nil, fmt.Errorf("%w: bound roots would start at descriptor %d, not %d", ErrStart, errFD+1, bindFDBase)
+	}
 	extra = append(extra, bindFiles...)
 	hc := helperConfig{
 		ErrFD:       errFD,
