@@ -128,6 +128,9 @@ func (p *Plugin) fsRoots(facts *prompt.AgentFacts) ([]fsjail.Mount, error) {
 // for its `workspace` grant, shown at cwd; nil when none is bound, and
 // the grant is then opened by its path as the jail is made.
 func (p *Plugin) workspaceDir(facts *prompt.AgentFacts, cwd string) (*os.Root, error) {
+	if p.h == nil {
+		return nil, nil
+	}
 	d := p.h.workdirs.get(facts.ID)
 	if d == nil {
 		return nil, nil

@@ -52,6 +52,14 @@ func TestOpenedRootIgnoresItsName(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(other, "sub", "w")); err == nil {
 				t.Errorf("a command wrote through the swapped name")
 			}
+			if sandbox {
+				// bwrap closes the bound descriptor: a directory opened
+				// outside the sandbox would lead out of it by "..".
+				res := run(t, m, Command{Script: "for n in 5 6 7; do test -e /proc/self/fd/$n && echo leaked $n; done; true"})
+				if out := strings.TrimSpace(string(res.Stdout.Data)); out != "" {
+					t.Errorf("the command inherited a bound root's descriptor: %s", out)
+				}
+			}
 			if _, err := m.Run(context.Background(), Command{Script: "true", Dir: filepath.Join(ws, "sub", "escape")}); !errors.Is(err, ErrCwdOutsideRoots) {
 				t.Errorf("a link out of the opened root: %v, want ErrCwdOutsideRoots", err)
 			}
