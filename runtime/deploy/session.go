@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/workdir"
@@ -252,21 +251,6 @@ func (s *Session) release() {
 	if s.dir != nil {
 		s.dir.Close()
 	}
-}
-
-func checkCwd(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("deploy: cwd %q: %w", dir, err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("deploy: cwd: %w", err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: cwd %s is not a directory", ErrInvalidOptions, abs)
-	}
-	return filepath.Clean(abs), nil
 }
 
 // ID is the session's id.
