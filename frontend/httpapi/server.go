@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/workdir"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -232,7 +234,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 // create makes a session with its cwd inside the tenant's root: "cwd"
 // is relative to the root (empty: the root itself), and is created when
 // missing. A path that leaves the root, by .. or a symbolic link, is
-// refused.
+// refused: no component below the workspaces directory may be a link.
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Cwd string `json:"cwd"`
@@ -240,11 +242,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	cwd, err := s.resolveCwd(tenantOf(r), req.Cwd)
+	dir, err := s.openCwd(tenantOf(r), req.Cwd, true)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	cwd := dir.Name()
+	dir.Close()
 	sess, err := s.cfg.Deployment.Store().Create(session.Header{Cwd: cwd})
 	if err != nil {
 		s.log.Warn("httpapi: create session", "err", err)
@@ -259,43 +263,40 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, h)
 }
 
-func (s *Server) resolveCwd(tenant, rel string) (string, error) {
+// openCwd opens the tenant's directory rel (relative to its root)
+// beneath the workspaces directory, following no symbolic link below it:
+// at a session's creation (mkdir: missing directories are made) and at
+// every open of the session, so a directory of the tenant swapped for a
+// link since then is refused, wherever the link points. The session's
+// jails and commands use the directory opened here, never its path.
+func (s *Server) openCwd(tenant, rel string, mkdir bool) (*workdir.Dir, error) {
 	if filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
-		return "", errors.New("cwd: give a path relative to your workspace root")
+		return nil, errors.New("cwd: give a path relative to your workspace root")
 	}
 	root := s.root(tenant)
-	cwd := filepath.Join(root, rel) // cleans
-	if !inside(root, cwd) {
-		return "", errors.New("cwd: leaves your workspace root")
+	if !inside(root, filepath.Join(root, rel)) { // Join cleans
+		return nil, errors.New("cwd: leaves your workspace root")
 	}
-	if err := os.MkdirAll(root, 0o750); err != nil {
-		return "", errors.New("cwd: the workspace root cannot be created")
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", errors.New("cwd: the workspace root cannot be resolved")
-	}
-	// The deepest part that exists must resolve inside the root before
-	// anything is created: a symbolic link must not make us create
-	// directories elsewhere.
-	for p := cwd; inside(root, p); p = filepath.Dir(p) {
-		if _, err := os.Lstat(p); err != nil {
-			continue
+	if mkdir {
+		// The workspaces directory is the operator's: made as named.
+		if err := os.MkdirAll(s.cfg.Workspaces, 0o750); err != nil {
+			s.log.Warn("httpapi: make the workspaces directory", "err", err)
+			return nil, errors.New("cwd: the workspace root cannot be created")
 		}
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil || !inside(realRoot, real) {
-			return "", errors.New("cwd: leaves your workspace root")
-		}
-		break
 	}
-	if err := os.MkdirAll(cwd, 0o750); err != nil {
-		return "", errors.New("cwd: cannot be created")
+	dir, err := workdir.OpenBeneath(s.cfg.Workspaces, filepath.Join(tenant, rel), mkdir)
+	switch {
+	case errors.Is(err, workdir.ErrEscapes):
+		return nil, errors.New("cwd: leaves your workspace root (a symbolic link is in its path)")
+	case errors.Is(err, workdir.ErrNotDirectory):
+		return nil, errors.New("cwd: not a directory")
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("cwd: no such directory")
+	case err != nil:
+		s.log.Warn("httpapi: open cwd", "tenant", tenant, "cwd", rel, "err", err)
+		return nil, errors.New("cwd: cannot be opened")
 	}
-	real, err := filepath.EvalSymlinks(cwd)
-	if err != nil || !inside(realRoot, real) {
-		return "", errors.New("cwd: leaves your workspace root")
-	}
-	return cwd, nil
+	return dir, nil
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -396,7 +397,21 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	ctx := r.Context()
-	sess, err := s.cfg.Deployment.NewSession(ctx, deploy.SessionOptions{Resume: id})
+	// The session's cwd is opened again beneath the tenant's root at
+	// every open: what it named at creation may be a link by now.
+	hd := r.Context().Value(headerKey).(session.Header)
+	rel, err := filepath.Rel(s.root(tenant), hd.Cwd)
+	if err != nil {
+		httpError(w, http.StatusNotFound, "no such session")
+		return
+	}
+	dir, err := s.openCwd(tenant, rel, false)
+	if err != nil {
+		httpError(w, http.StatusConflict, fmt.Sprintf("the session's %v; it cannot run", err))
+		return
+	}
+	sess, err := s.cfg.Deployment.NewSession(ctx, deploy.SessionOptions{Resume: id, Cwd: dir.Name(), CwdDir: dir.Root()})
+	dir.Close() // the session holds its own handle
 	if err != nil {
 		if errors.Is(err, session.ErrLocked) {
 			s.metrics.conflicts.Add(1)

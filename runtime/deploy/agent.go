@@ -32,6 +32,8 @@ type AgentOptions struct {
 type Agent struct {
 	d     *Deployment
 	facts prompt.AgentFacts
+	// release lets go of the opened cwd, if any.
+	release func()
 
 	mu     sync.Mutex
 	closed bool
@@ -40,13 +42,6 @@ type Agent struct {
 // NewAgent makes an agent identity with a fresh random id, which is also
 // its state's session key, so two agents never share instances or state.
 func (d *Deployment) NewAgent(opts AgentOptions) (*Agent, error) {
-	cwd := opts.Cwd
-	if cwd != "" {
-		var err error
-		if cwd, err = checkCwd(cwd); err != nil {
-			return nil, err
-		}
-	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("deploy: agent id: %w", err)
@@ -66,7 +61,27 @@ func (d *Deployment) NewAgent(opts AgentOptions) (*Agent, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	return &Agent{d: d, facts: prompt.AgentFacts{ID: id, Session: id, Model: model, Cwd: cwd}}, nil
+	a := &Agent{d: d, facts: prompt.AgentFacts{ID: id, Session: id, Model: model}, release: func() {}}
+	if opts.Cwd != "" {
+		// Opened once, here: the agent's instances reach it through
+		// this descriptor for as long as the agent lives.
+		dir, err := openCwd(opts.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		a.facts.Cwd = dir.Name()
+		if d.host == nil {
+			dir.Close()
+			return a, nil
+		}
+		unbind, err := d.host.BindWorkdir(id, dir.Name(), dir.Root())
+		dir.Close() // the host holds its own handle
+		if err != nil {
+			return nil, fmt.Errorf("deploy: new agent: %w", err)
+		}
+		a.release = unbind
+	}
+	return a, nil
 }
 
 // Facts returns the agent's facts (id, model, cwd).
@@ -122,6 +137,7 @@ func (a *Agent) Close(ctx context.Context) {
 	a.closed = true
 	a.mu.Unlock()
 	a.d.host.EndAgent(context.WithoutCancel(ctx), a.facts.ID)
+	a.release()
 }
 
 // Changes says what a registry change touched.

@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -51,8 +53,8 @@ type PartInfo struct {
 	Variables []string `json:"variables"`
 }
 
-// prompterID is the agent id prompt inspection assembles as; its plugin
-// instances are released when it is done.
+// prompterID starts the agent id each prompt inspection assembles as;
+// its plugin instances are released when it is done.
 const prompterID = "deploy:prompt"
 
 // SystemPrompt assembles and renders the system prompt an agent with
@@ -99,18 +101,33 @@ func (d *Deployment) Tools(ctx context.Context, opts PromptOptions) ([]prompt.To
 }
 
 func (d *Deployment) assemble(ctx context.Context, opts PromptOptions) (*prompt.Assembly, error) {
-	cwd := opts.Cwd
-	if cwd != "" {
-		var err error
-		if cwd, err = checkCwd(cwd); err != nil {
-			return nil, err
-		}
+	// Each inspection is an agent of its own: concurrent ones neither
+	// share instances nor end each other's.
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("deploy: agent id: %w", err)
 	}
-	facts := &prompt.AgentFacts{ID: prompterID, Model: opts.Model, Cwd: cwd}
+	id := prompterID + "-" + hex.EncodeToString(b[:])
+	facts := &prompt.AgentFacts{ID: id, Model: opts.Model}
 	if facts.Model == "" {
 		facts.Model = d.opts.Model
 	}
-	defer d.host.EndAgent(context.WithoutCancel(ctx), prompterID)
+	if opts.Cwd != "" {
+		// Opened once, like a session's: the instances reach the
+		// workspace through this descriptor.
+		dir, err := openCwd(opts.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		defer dir.Close()
+		facts.Cwd = dir.Name()
+		unbind, err := d.host.BindWorkdir(id, dir.Name(), dir.Root())
+		if err != nil {
+			return nil, fmt.Errorf("deploy: assemble the prompt: %w", err)
+		}
+		defer unbind()
+	}
+	defer d.host.EndAgent(context.WithoutCancel(ctx), id)
 	if t := d.opts.Limits.AssemblyTimeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/workdir"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
@@ -19,8 +19,18 @@ type SessionOptions struct {
 	// Cwd is the working directory: the workspace plugins' fs grants
 	// resolve to and the {{cwd}} variable. It must be an existing
 	// directory; a relative one is made absolute. Empty makes a cwd-less
-	// session (or keeps a resumed session's).
+	// session (or keeps a resumed session's). The directory is opened
+	// once, as the session opens (a resumed session's too), and every
+	// later use (the fs jails, commands, subagents) reaches it through
+	// that descriptor: renaming it or swapping it for a link afterwards
+	// changes nothing for this session.
 	Cwd string
+	// CwdDir, when set, is the working directory already opened by the
+	// caller (serve opens it beneath the tenant's root), and Cwd, which
+	// must then be set, absolute and clean, only its name; a resumed
+	// session's cwd must be that name. The session takes its own handle,
+	// so the caller may close CwdDir once NewSession returns.
+	CwdDir *os.Root
 	// Model overrides the deployment's model.
 	Model string
 	// Resume continues the session with this id instead of creating one.
@@ -50,6 +60,10 @@ type Session struct {
 	provider model.Provider
 	// parent is the session whose tool call started this one, if any.
 	parent *Session
+	// dir is the opened cwd (nil for a cwd-less session), the one owner
+	// of the working directory; unbind releases it from the plugin host.
+	dir    *workdir.Dir
+	unbind func()
 
 	mu     sync.Mutex
 	log    []session.Event // every event recorded since the session opened
@@ -79,11 +93,33 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 	if closed {
 		return nil, ErrClosed
 	}
-	cwd := opts.Cwd
-	if cwd != "" {
-		if cwd, err = checkCwd(cwd); err != nil {
+	// The working directory is opened here, once: a child's is its
+	// parent's, a caller's opened one is taken as it is.
+	var dir *workdir.Dir
+	defer func() {
+		if err != nil && dir != nil {
+			dir.Close()
+		}
+	}()
+	switch {
+	case child != nil:
+		if pd := child.parent.dir; pd != nil {
+			if dir, err = pd.Dup(); err != nil {
+				return nil, fmt.Errorf("deploy: child session of %s: cwd: %w", child.parent.ID(), err)
+			}
+		}
+	case opts.CwdDir != nil:
+		if dir, err = workdir.FromRoot(opts.Cwd, opts.CwdDir); err != nil {
+			return nil, fmt.Errorf("%w: cwd: %w", ErrInvalidOptions, err)
+		}
+	case opts.Cwd != "":
+		if dir, err = openCwd(opts.Cwd); err != nil {
 			return nil, err
 		}
+	}
+	cwd := ""
+	if dir != nil {
+		cwd = dir.Name()
 	}
 	var provider model.Provider
 	if child != nil {
@@ -118,15 +154,30 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		if sess, err = d.store.Open(opts.Resume); err != nil {
 			return nil, fmt.Errorf("deploy: resume: %w", err)
 		}
-		if hc := sess.Header().Cwd; cwd != "" && hc != cwd {
+		hc := sess.Header().Cwd
+		if cwd != "" && hc != cwd {
 			sess.Close()
 			return nil, fmt.Errorf("%w: resume %s: the session's cwd is %q, not %q", ErrInvalidOptions, opts.Resume, hc, cwd)
+		}
+		if dir == nil && hc != "" {
+			if dir, err = openCwd(hc); err != nil {
+				sess.Close()
+				return nil, fmt.Errorf("deploy: resume %s: %w", opts.Resume, err)
+			}
 		}
 	} else if sess, err = d.store.Create(session.Header{Cwd: cwd}); err != nil {
 		return nil, fmt.Errorf("deploy: new session: %w", err)
 	}
 
-	s := &Session{d: d, sess: sess, model: opts.Model, replay: opts.Replay != "", provider: provider, wake: make(chan struct{})}
+	s := &Session{d: d, sess: sess, model: opts.Model, replay: opts.Replay != "", provider: provider, wake: make(chan struct{}), dir: dir}
+	if dir != nil && d.host != nil {
+		// The agent's id is its session's: its instances reach the
+		// workspace through dir from their first call on.
+		if s.unbind, err = d.host.BindWorkdir(sess.Header().ID, dir.Name(), dir.Root()); err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("deploy: new session: %w", err)
+		}
+	}
 	if s.model == "" {
 		s.model = d.opts.Model
 	}
@@ -160,6 +211,7 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		},
 	})
 	if err != nil {
+		s.release()
 		sess.Close()
 		return nil, fmt.Errorf("deploy: new session: %w", err)
 	}
@@ -168,6 +220,7 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 	if d.closed {
 		d.mu.Unlock()
 		a.Close(ctx)
+		s.release()
 		sess.Close()
 		return nil, ErrClosed
 	}
@@ -177,19 +230,27 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 	return s, nil
 }
 
-func checkCwd(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
+// openCwd opens a working directory given as a path, once.
+func openCwd(path string) (*workdir.Dir, error) {
+	d, err := workdir.Open(path)
+	if errors.Is(err, workdir.ErrNotDirectory) {
+		return nil, fmt.Errorf("%w: cwd: %w", ErrInvalidOptions, err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("deploy: cwd %q: %w", dir, err)
+		return nil, fmt.Errorf("deploy: cwd: %w", err)
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("deploy: cwd: %w", err)
+	return d, nil
+}
+
+// release lets go of the session's working directory; the session's
+// own handle on it is closed, handles the jails took stay theirs.
+func (s *Session) release() {
+	if s.unbind != nil {
+		s.unbind()
 	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: cwd %s is not a directory", ErrInvalidOptions, abs)
+	if s.dir != nil {
+		s.dir.Close()
 	}
-	return filepath.Clean(abs), nil
 }
 
 // ID is the session's id.
@@ -235,6 +296,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closed = true
 	s.mu.Unlock()
 	s.agent.Close(ctx)
+	s.release()
 	err := s.sess.Close()
 	s.mu.Lock()
 	s.ended = true

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -104,14 +105,44 @@ func (p *Plugin) fsRoots(facts *prompt.AgentFacts) ([]fsjail.Mount, error) {
 			return nil, fmt.Errorf("grants.fs %q: %w", fg.Path, err)
 		}
 		host = filepath.Clean(host)
-		if slices.ContainsFunc(mounts, func(m fsjail.Mount) bool { return m.HostPath == host }) {
+		var dir *os.Root
+		if fg.Path == config.Workspace {
+			if dir, err = p.workspaceDir(facts, host); err != nil {
+				return nil, fmt.Errorf("grants.fs %q: %w", fg.Path, err)
+			}
+		}
+		if i := slices.IndexFunc(mounts, func(m fsjail.Mount) bool { return m.HostPath == host }); i >= 0 {
+			if dir != nil {
+				mounts[i].Dir = dir // the workspace by its descriptor, whichever grant named it first
+			}
 			continue
 		}
 		// The guest sees each root at its own host path, so the absolute
 		// paths a model uses mean the same inside and out.
-		mounts = append(mounts, fsjail.Mount{HostPath: host, GuestPath: host, ReadOnly: fg.Mode != config.ModeRW})
+		mounts = append(mounts, fsjail.Mount{HostPath: host, GuestPath: host, ReadOnly: fg.Mode != config.ModeRW, Dir: dir})
 	}
 	return mounts, nil
+}
+
+// workspaceDir is the opened directory bound to the agent (BindWorkdir)
+// for its `workspace` grant, shown at cwd; nil when none is bound, and
+// the grant is then opened by its path as the jail is made.
+func (p *Plugin) workspaceDir(facts *prompt.AgentFacts, cwd string) (*os.Root, error) {
+	if p.h == nil {
+		return nil, nil
+	}
+	d := p.h.workdirs.get(facts.ID)
+	if d == nil {
+		return nil, nil
+	}
+	if d.Name() != cwd {
+		return nil, fmt.Errorf("the agent's cwd %q is not its opened working directory %q", cwd, d.Name())
+	}
+	r := d.Root()
+	if r == nil {
+		return nil, fmt.Errorf("the working directory %s was closed", cwd)
+	}
+	return r, nil
 }
 
 // jailFor builds the filesystem an instance sees, or nil without fs grants.

@@ -177,6 +177,8 @@ type Host struct {
 	lazy      bool // Options.LazyCompile
 
 	wd *watchdog // enforces the compute budgets of calls in progress
+	// workdirs are the agents' opened working directories (BindWorkdir).
+	workdirs workdirs
 
 	mu      sync.RWMutex
 	plugins map[string]*Plugin

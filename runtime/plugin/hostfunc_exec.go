@@ -40,7 +40,7 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 	}
 	roots := make([]execjail.Root, len(mounts))
 	for i, m := range mounts {
-		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly}
+		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly, Dir: m.Dir}
 	}
 	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
 		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,

@@ -19,6 +19,7 @@ import (
 // so that no symlink leads out of it.
 type spillTarget struct {
 	root  string        // the granted root's host path
+	dir   *os.Root      // the granted root opened, when it was (the workspace); root is then only its name
 	rel   string        // the directory, relative to root
 	quota *fsjail.Quota // the plugin's disk quota, charged before each write; nil: none
 }
@@ -50,7 +51,8 @@ func spillTargetFor(dir string, mounts []fsjail.Mount) (*spillTarget, hostfns.St
 	if err != nil {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q: %v", dir, err)
 	}
-	r, err := os.OpenRoot(best.HostPath)
+	t := &spillTarget{root: best.HostPath, dir: best.Dir, rel: rel}
+	r, err := t.open()
 	if err != nil {
 		return nil, hostfns.ErrInternal, fmt.Sprintf("spill_dir %q: %v", dir, err)
 	}
@@ -58,7 +60,16 @@ func spillTargetFor(dir string, mounts []fsjail.Mount) (*spillTarget, hostfns.St
 	if err := r.MkdirAll(rel, 0o700); err != nil {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q: %v", dir, err)
 	}
-	return &spillTarget{root: best.HostPath, rel: rel}, 0, ""
+	return t, 0, ""
+}
+
+// open returns a new handle on the granted root: through the opened
+// directory when there is one, never through its name.
+func (t *spillTarget) open() (*os.Root, error) {
+	if t.dir != nil {
+		return t.dir.OpenRoot(".")
+	}
+	return os.OpenRoot(t.root)
 }
 
 // spillWriter is a tee of one stream. It keeps the first cap bytes in
@@ -109,7 +120,7 @@ func (w *spillWriter) Write(p []byte) (int, error) {
 // an os.Root of the granted root for each write: nothing stays open after
 // the command ends.
 func (w *spillWriter) save(p []byte) error {
-	r, err := os.OpenRoot(w.t.root)
+	r, err := w.t.open()
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,7 +56,7 @@ var etcFiles = []string{
 // the granted roots are bound in, so no host socket, device or state file
 // outside the roots is even visible; /tmp, /var/tmp and /run (and
 // /var/run) are fresh and empty, /dev and /proc minimal and new.
-func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
+func (m *Manager) bwrapArgs(bwrap, dir string, argv []string, fdBase int) []string {
 	args := []string{
 		bwrap,
 		"--die-with-parent",
@@ -101,9 +102,32 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 	// Parents before children, whatever the order of the grants: a
 	// read-only root inside a writable one is bound over it and stays
 	// read-only; a writable root inside a read-only one stays writable.
-	roots := append([]Root(nil), m.roots...)
+	// An opened root is bound from its descriptor (openedRoots passes
+	// them from fdBase on, in m.roots order; bwrap closes each once
+	// bound), never from its name.
+	type bound struct {
+		Root
+		fd int
+	}
+	roots := make([]bound, len(m.roots))
+	next := fdBase
+	for i, r := range m.roots {
+		roots[i] = bound{Root: r, fd: -1}
+		if r.Dir != nil {
+			roots[i].fd = next
+			next++
+		}
+	}
 	sort.SliceStable(roots, func(i, j int) bool { return len(roots[i].Path) < len(roots[j].Path) })
 	for _, r := range roots {
+		if r.fd >= 0 {
+			flag := "--ro-bind-fd"
+			if r.Writable {
+				flag = "--bind-fd"
+			}
+			args = append(args, flag, strconv.Itoa(r.fd), r.Path)
+			continue
+		}
 		if r.Writable {
 			args = append(args, "--bind", r.Path, r.Path)
 		} else {
@@ -115,6 +139,35 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 	args = append(args, "--remount-ro", "/")
 	args = append(args, "--json-status-fd", bwrapStatusFD, "--chdir", dir, "--")
 	return append(args, argv...)
+}
+
+// bindFDBase is the descriptor number of the first opened root bwrap
+// binds: after the status pipe (3) and the helper's error pipe (4).
+const bindFDBase = 5
+
+// openedRoots opens a descriptor on each opened root, in m.roots order,
+// for bwrap to bind; the caller closes them once the command started.
+func (m *Manager) openedRoots() ([]*os.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	var fs []*os.File
+	for _, r := range m.roots {
+		if r.Dir == nil {
+			continue
+		}
+		f, err := r.Dir.Open(".")
+		if err != nil {
+			for _, f := range fs {
+				f.Close()
+			}
+			return nil, fmt.Errorf("%w: root %s: %w", ErrStart, r.Path, err)
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
 }
 
 // bwrapStatus reads bwrap's --json-status-fd stream.

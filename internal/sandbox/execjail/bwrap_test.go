@@ -195,7 +195,7 @@ func TestBwrapArgs(t *testing.T) {
 		opts:  Options{},
 		roots: []Root{{Path: "/tmp/ws/sub", Writable: true}, {Path: "/tmp/ws", Writable: true}, {Path: "/srv/ro"}, {Path: "/tmp/ro"}},
 	}
-	args := strings.Join(m.bwrapArgs("/usr/bin/bwrap", "/tmp/ws", []string{"bash", "-c", "x"}), " ")
+	args := strings.Join(m.bwrapArgs("/usr/bin/bwrap", "/tmp/ws", []string{"bash", "-c", "x"}, bindFDBase), " ")
 	for _, want := range []string{
 		"--unshare-net", "--cap-drop ALL", "--die-with-parent", "--new-session", "--unshare-pid",
 		"--ro-bind /usr /usr", "--ro-bind-try /etc/passwd /etc/passwd",
@@ -223,7 +223,7 @@ func TestBwrapArgs(t *testing.T) {
 		}
 	}
 	m.opts.Network = true
-	if args := strings.Join(m.bwrapArgs("/usr/bin/bwrap", "/", []string{"true"}), " "); strings.Contains(args, "--unshare-net") {
+	if args := strings.Join(m.bwrapArgs("/usr/bin/bwrap", "/", []string{"true"}, bindFDBase), " "); strings.Contains(args, "--unshare-net") {
 		t.Errorf("Network: true still unshares the network: %s", args)
 	}
 }

@@ -9,8 +9,10 @@
 // Guaranteed, in every mode:
 //   - The working directory is resolved with filepath.EvalSymlinks and must
 //     be an existing directory inside one of the roots (also resolved);
-//     otherwise the command does not start (ErrCwdOutsideRoots,
-//     ErrInvalidCwd).
+//     under a root given opened (Root.Dir) it is instead opened beneath
+//     that directory's descriptor, and the command starts in it through
+//     the descriptor. Otherwise the command does not start
+//     (ErrCwdOutsideRoots, ErrInvalidCwd).
 //   - The environment is exactly Options.Env plus Command.Env; nothing is
 //     inherited from the host process. (bash itself still sets PWD, SHLVL
 //     and _ as it always does, and bwrap sets PWD.)
@@ -77,8 +79,9 @@
 // Not guaranteed: without Sandbox, a command can read and write anything
 // the agent's user can without capabilities, anywhere, read-only roots
 // included, and use the network; only its starting directory is
-// confined. The cwd check is path based and can race with a concurrent
-// rename of a directory component. No CPU quota and no total disk quota
+// confined. For a root given as a path, the cwd check is path based and
+// can race with a concurrent rename of a directory component; a root
+// given opened (Root.Dir) is reached only through its descriptor. No CPU quota and no total disk quota
 // (RLIMIT_FSIZE bounds each file) are applied, and no seccomp filter is
 // installed.
 package execjail
@@ -88,11 +91,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -161,6 +166,14 @@ type Root struct {
 	// Writable roots are bound read-write in the sandbox; without Sandbox
 	// the flag has no effect (the command has the agent's own rights).
 	Writable bool
+	// Dir, when set, is the root already opened, and Path (absolute and
+	// clean) only where commands are told it is: it is never resolved.
+	// A command's Dir under Path is opened beneath Dir (symbolic links
+	// that stay beneath it are followed), the command starts in that
+	// directory through its descriptor, and the sandbox binds Dir at
+	// Path from its descriptor. NewManager takes its own handle on Dir,
+	// which the caller may close once it returns.
+	Dir *os.Root
 }
 
 // Options configure a Manager.
@@ -284,9 +297,26 @@ func NewManager(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{opts: opts, procs: map[*process]struct{}{}, tasks: map[string]*process{}}
+	ok := false
+	defer func() {
+		if !ok {
+			m.closeRoots()
+		}
+	}()
 	for _, r := range opts.Roots {
 		if !filepath.IsAbs(r.Path) {
 			return nil, fmt.Errorf("%w: root %q is not absolute", ErrInvalidOptions, r.Path)
+		}
+		if r.Dir != nil {
+			if filepath.Clean(r.Path) != r.Path {
+				return nil, fmt.Errorf("%w: root %q is not clean", ErrInvalidOptions, r.Path)
+			}
+			own, err := r.Dir.OpenRoot(".")
+			if err != nil {
+				return nil, fmt.Errorf("%w: root %q: %w", ErrInvalidOptions, r.Path, err)
+			}
+			m.roots = append(m.roots, Root{Path: r.Path, Writable: r.Writable, Dir: own})
+			continue
 		}
 		resolved, err := filepath.EvalSymlinks(r.Path)
 		if err != nil {
@@ -318,7 +348,18 @@ func NewManager(opts Options) (*Manager, error) {
 	if err := hardenAgent(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIsolationUnavailable, err)
 	}
+	ok = true
 	return m, nil
+}
+
+// closeRoots releases the Manager's handles on opened roots.
+func (m *Manager) closeRoots() {
+	for i, r := range m.roots {
+		if r.Dir != nil {
+			r.Dir.Close()
+			m.roots[i].Dir = nil
+		}
+	}
 }
 
 // Isolation reports the mode this Manager uses.
@@ -432,6 +473,9 @@ func (m *Manager) Close() error {
 	// Anything still in the limit groups (a daemon that escaped a
 	// process-group kill) is killed with them.
 	limits.remove()
+	m.mu.Lock()
+	m.closeRoots()
+	m.mu.Unlock()
 	return nil
 }
 
@@ -508,31 +552,95 @@ func (m *Manager) finish(p *process, started bool) {
 	}
 }
 
-// resolveDir applies the cwd rules.
-func (m *Manager) resolveDir(dir string) (string, error) {
+// workDir is where a command starts: host is its working directory as
+// the launch sees it, guest as the sandbox sees it, and file, when set,
+// the opened directory host names (the caller closes it once the command
+// started).
+type workDir struct {
+	host, guest string
+	file        *os.File
+}
+
+// resolveDir applies the cwd rules. A dir under an opened root is opened
+// beneath it and named by its descriptor; any other is resolved as a
+// path and must lie in a root given as a path.
+func (m *Manager) resolveDir(dir string) (workDir, error) {
 	if dir == "" {
-		return m.roots[0].Path, nil
+		r := m.roots[0]
+		if r.Dir != nil {
+			return m.openBeneath(r, ".")
+		}
+		return workDir{host: r.Path, guest: r.Path}, nil
 	}
 	if !filepath.IsAbs(dir) {
-		return "", fmt.Errorf("%w: %q is not absolute", ErrInvalidCwd, dir)
+		return workDir{}, fmt.Errorf("%w: %q is not absolute", ErrInvalidCwd, dir)
+	}
+	// The longest opened root holding dir by name serves it.
+	var best *Root
+	for i, r := range m.roots {
+		if r.Dir != nil && within(r.Path, filepath.Clean(dir)) && (best == nil || len(r.Path) > len(best.Path)) {
+			best = &m.roots[i]
+		}
+	}
+	if best != nil {
+		rel, err := filepath.Rel(best.Path, filepath.Clean(dir))
+		if err != nil {
+			return workDir{}, fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
+		}
+		return m.openBeneath(*best, rel)
 	}
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
+		return workDir{}, fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
 	}
 	fi, err := os.Stat(resolved)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
+		return workDir{}, fmt.Errorf("%w: %q: %w", ErrInvalidCwd, dir, err)
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, dir)
+		return workDir{}, fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, dir)
 	}
 	for _, r := range m.roots {
-		if within(r.Path, resolved) {
-			return resolved, nil
+		if r.Dir == nil && within(r.Path, resolved) {
+			return workDir{host: resolved, guest: resolved}, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %q resolves to %q", ErrCwdOutsideRoots, dir, resolved)
+	return workDir{}, fmt.Errorf("%w: %q resolves to %q", ErrCwdOutsideRoots, dir, resolved)
+}
+
+// openBeneath opens rel beneath the opened root r: os.Root follows a
+// symbolic link only while it stays beneath r.
+func (m *Manager) openBeneath(r Root, rel string) (workDir, error) {
+	m.mu.Lock()
+	root := r.Dir
+	var f *os.File
+	var err error
+	if m.closed || root == nil {
+		err = ErrClosed
+	} else {
+		f, err = root.Open(rel)
+	}
+	m.mu.Unlock()
+	shown := filepath.Join(r.Path, rel)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return workDir{}, err
+		}
+		// os.Root reports a path that leaves it with an error that is
+		// not an errno.
+		var pe *fs.PathError
+		var errno syscall.Errno
+		if errors.As(err, &pe) && !errors.As(pe.Err, &errno) {
+			return workDir{}, fmt.Errorf("%w: %q: %w", ErrCwdOutsideRoots, shown, err)
+		}
+		return workDir{}, fmt.Errorf("%w: %q: %w", ErrInvalidCwd, shown, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.IsDir() {
+		f.Close()
+		return workDir{}, fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, shown)
+	}
+	return workDir{host: fmt.Sprintf("/proc/self/fd/%d", f.Fd()), guest: shown, file: f}, nil
 }
 
 func within(root, path string) bool {

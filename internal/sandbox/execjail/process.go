@@ -114,6 +114,11 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 	if err != nil {
 		return nil, err
 	}
+	if dir.file != nil {
+		// The command starts in the directory through this descriptor,
+		// which the launch (os/exec's chdir) reads before it execs.
+		defer dir.file.Close()
+	}
 	env := environ(m.opts.Env, c.Env)
 	if c.Argv != nil && !m.opts.Sandbox {
 		if argv[0], err = lookPath(argv[0], env); err != nil {
@@ -131,6 +136,7 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		limits: limits,
 	}
 	var statusW *os.File
+	var bindFiles []*os.File // opened roots bwrap binds, from bindFDBase on
 	if m.opts.Sandbox {
 		bwrap, err := m.findBwrap()
 		if err != nil {
@@ -141,7 +147,18 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 			return nil, fmt.Errorf("%w: status pipe: %w", ErrStart, err)
 		}
 		p.bwrapStat, statusW = &bwrapStatus{r: r}, w
-		argv = m.bwrapArgs(bwrap, dir, argv)
+		binds, err := m.openedRoots()
+		if err != nil {
+			closeStatus(p, statusW)
+			return nil, err
+		}
+		defer func() {
+			for _, f := range binds {
+				f.Close()
+			}
+		}()
+		argv = m.bwrapArgs(bwrap, dir.guest, argv, bindFDBase)
+		bindFiles = binds
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
@@ -154,8 +171,17 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		extra = append(extra, statusW)
 	}
 	extra = append(extra, errW)
+	errFD := 2 + len(extra)
+	if len(bindFiles) > 0 && errFD+1 != bindFDBase {
+		// bwrapArgs numbered the binds from bindFDBase.
+		errR.Close()
+		errW.Close()
+		closeStatus(p, statusW)
+		return nil, fmt.Errorf("%w: bound roots would start at descriptor %d, not %d", ErrStart, errFD+1, bindFDBase)
+	}
+	extra = append(extra, bindFiles...)
 	hc := helperConfig{
-		ErrFD:       2 + len(extra),
+		ErrFD:       errFD,
 		CgroupProcs: limits.procsFiles(),
 		MountProc:   m.mode == ModePIDNamespace && !m.opts.Sandbox,
 		FileBytes:   uint64(m.opts.Limits.FileBytes),
@@ -172,7 +198,7 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 	cmd := &exec.Cmd{
 		Path:      helperPath,
 		Args:      append([]string{helperArg0, string(hcJSON)}, argv...),
-		Dir:       dir,
+		Dir:       dir.host,
 		Env:       env,
 		Stdout:    tee(p.stdout, c.StdoutTee),
 		Stderr:    tee(p.stderr, c.StderrTee),

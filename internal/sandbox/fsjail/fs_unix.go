@@ -41,7 +41,14 @@ type rootFS struct {
 var _ experimentalsys.FS = (*rootFS)(nil)
 
 func openMount(m Mount, open *openCounter, quota *Quota) (mountFS, error) {
-	root, err := os.OpenRoot(m.HostPath)
+	var root *os.Root
+	var err error
+	if m.Dir != nil {
+		// The directory the caller opened, never its name again.
+		root, err = m.Dir.OpenRoot(".")
+	} else {
+		root, err = os.OpenRoot(m.HostPath)
+	}
 	if err != nil {
 		// os.OpenRoot reports a non-directory with an untyped error.
 		if fi, serr := os.Stat(m.HostPath); serr == nil && !fi.IsDir() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -25,6 +26,10 @@ type Mount struct {
 	GuestPath string
 	// ReadOnly refuses every mutating operation with EROFS.
 	ReadOnly bool
+	// Dir, when set, is the host directory, already opened: HostPath is
+	// then only its name in messages and is never opened. New takes its
+	// own handle on Dir, which the caller may close after New returns.
+	Dir *os.Root
 }
 
 var (
