@@ -16,9 +16,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/cputime"
 )
 
 // bconfig is how many samples each kind of row takes.
@@ -158,11 +159,8 @@ func printTable(w io.Writer, rows []*row) {
 
 // cpuTime is the process's user and system CPU time.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Process()
+	return d
 }
 
 // section is one part of the table; run appends its rows or fails.

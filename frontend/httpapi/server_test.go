@@ -26,6 +26,12 @@ const (
 
 func newServer(t *testing.T, turns ...[]scripted.Answer) (*httptest.Server, string) {
 	t.Helper()
+	return newServerFor(t, map[string]string{alphaTok: "alpha", betaTok: "beta"}, turns...)
+}
+
+// newServerFor is newServer with the given token-to-tenant map.
+func newServerFor(t *testing.T, tokens map[string]string, turns ...[]scripted.Answer) (*httptest.Server, string) {
+	t.Helper()
 	p, err := scripted.Provider(turns...)
 	if err != nil {
 		t.Fatal(err)
@@ -36,8 +42,7 @@ func newServer(t *testing.T, turns ...[]scripted.Answer) (*httptest.Server, stri
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
 	ws := t.TempDir()
-	s, err := New(Config{Deployment: d, Workspaces: ws, Tokens: map[string]string{alphaTok: "alpha", betaTok: "beta"},
-		MaxTurns: 4, MaxTenantTurns: 2})
+	s, err := New(Config{Deployment: d, Workspaces: ws, Tokens: tokens, MaxTurns: 4, MaxTenantTurns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +178,54 @@ func TestPromptStreamsTheSessionsEvents(t *testing.T) {
 	}
 	if code, out := do(t, "GET", hs.URL+"/v1/sessions", betaTok, ""); code != 200 || strings.TrimSpace(string(out)) != "[]" {
 		t.Errorf("beta's list: %d %s", code, out)
+	}
+}
+
+// Tenants whose names are prefixes of each other (acme and acme2, whose
+// roots are WS/acme and WS/acme2) are as isolated as any two: neither
+// reads, prompts, cancels or lists the other's sessions, whether a
+// session sits at the tenant's root or below it.
+func TestTenantsWhoseNamesArePrefixes(t *testing.T) {
+	const acmeTok, acme2Tok = "acme-0123456789abcdef", "acme2-0123456789abcdef"
+	hs, _ := newServerFor(t, map[string]string{acmeTok: "acme", acme2Tok: "acme2"})
+	create := func(tok, cwd string) string {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"cwd": cwd})
+		code, out := do(t, "POST", hs.URL+"/v1/sessions", tok, string(body))
+		if code != http.StatusCreated {
+			t.Fatalf("create in %q: %d %s", cwd, code, out)
+		}
+		var h session.Header
+		if err := json.Unmarshal(out, &h); err != nil || h.ID == "" {
+			t.Fatalf("create: %s: %v", out, err)
+		}
+		return h.ID
+	}
+	_, unknown := do(t, "GET", hs.URL+"/v1/sessions/no-such-id", acmeTok, "")
+	for _, c := range []struct{ owner, other, cwd string }{
+		{acme2Tok, acmeTok, ""}, {acme2Tok, acmeTok, "deep/er"}, {acmeTok, acme2Tok, ""},
+	} {
+		id := create(c.owner, c.cwd)
+		if code, _ := do(t, "GET", hs.URL+"/v1/sessions/"+id, c.owner, ""); code != http.StatusOK {
+			t.Fatalf("the owner reads its session: %d", code)
+		}
+		for _, r := range []struct{ method, path, body string }{
+			{"GET", "", ""}, {"POST", "/prompt", `{"text":"x"}`}, {"POST", "/cancel", ""},
+		} {
+			code, out := do(t, r.method, hs.URL+"/v1/sessions/"+id+r.path, c.other, r.body)
+			if code != http.StatusNotFound || !bytes.Equal(out, unknown) {
+				t.Errorf("%s %s of another tenant's session (cwd %q): %d %s, want the 404 of an unknown id", r.method, r.path, c.cwd, code, out)
+			}
+		}
+	}
+	for _, c := range []struct {
+		tok  string
+		want int
+	}{{acmeTok, 1}, {acme2Tok, 2}} {
+		code, out := do(t, "GET", hs.URL+"/v1/sessions", c.tok, "")
+		var hs []session.Header
+		if code != 200 || json.Unmarshal(out, &hs) != nil || len(hs) != c.want {
+			t.Errorf("list: %d %s; want %d sessions, the tenant's own", code, out, c.want)
+		}
 	}
 }

@@ -78,6 +78,11 @@ func (e *env) mustHog(name, prefix string, cfg map[string]any, grants ...string)
 func (e *env) hogCall(ctx context.Context, facts *prompt.AgentFacts, tool string, a hogArgs) (hogResult, error, time.Duration) {
 	e.t.Helper()
 	b, _ := json.Marshal(a)
+	// The agent's instance is made first, by the hog's benign tool: how
+	// long the call took is then the call's, not a Go guest's start.
+	if _, err := e.callRaw(e.ctx, facts, tool+"_ok", nil); err != nil {
+		e.t.Fatalf("make %s's instance: %v", facts.ID, err)
+	}
 	start := time.Now()
 	res, err := e.callRaw(ctx, facts, tool, b)
 	took := time.Since(start)
@@ -286,6 +291,9 @@ func boundsAttacks() []hostileAttack {
 			e.mustHog("hog", "", map[string]any{"section": "state-loop", "size": 4 << 20, "ms": 8000}, hostLimits)
 			facts := e.agent("a2")
 			facts.Model = "hog"
+			if _, err := e.callRaw(e.ctx, facts, "hog_ok", nil); err != nil { // the instance, before the clock
+				e.t.Fatalf("make a2's instance: %v", err)
+			}
 			start := time.Now()
 			_, err := e.host.Registry().Assemble(e.ctx, prompt.AssembleContext{Agent: facts})
 			took := time.Since(start)
@@ -294,6 +302,7 @@ func boundsAttacks() []hostileAttack {
 			return fmt.Sprintf("the dynamic section was killed by its budget after %v; the assembly failed naming it", took.Round(10*time.Millisecond))
 		}},
 		{name: "hostcall-loop-init", run: func(e *env) string {
+			e.compileFirst("hog") // the bound is dsh_init's, not the compiler's
 			start := time.Now()
 			_, err := e.hog("hog", "", map[string]any{"init": "state-loop", "size": 4 << 20, "ms": 8000}, hostLimits)
 			took := time.Since(start)

@@ -64,6 +64,10 @@ func communityAttacks() []hostileAttack {
 		}},
 		{name: "community-spin", run: func(e *env) string {
 			e.community(loopLimits)
+			// The instance is made first: the bound is the spin's.
+			if _, err := e.call(e.main, "echo", map[string]string{"text": "x"}); err != nil {
+				e.t.Fatalf("make the instance: %v", err)
+			}
 			start := time.Now()
 			_, err := e.call(e.main, "spin", map[string]string{})
 			e.wantErr("spin", err, plugin.ErrComputeBudget, "exceeded its compute budget")

@@ -21,17 +21,24 @@ import (
 const (
 	crashDirEnv  = "DSH_AGENT_CRASH_DIR"
 	crashTurnEnv = "DSH_AGENT_CRASH_TURN"
-	crashID      = "crash"
+	// crashAtEnv, set to crashInStream, kills the helper while the model
+	// streams the first step of its last turn, before any tool.
+	crashAtEnv    = "DSH_AGENT_CRASH_AT"
+	crashInStream = "stream"
+	crashID       = "crash"
 )
 
 // crashPrompts are the prompts of the helper's turns.
 var crashPrompts = []string{"one", "two", "three"}
 
-// TestCrashHelper is the process TestCrashMidTurn kills. It runs turns
-// until turn DSH_AGENT_CRASH_TURN, whose model calls the tool "touch";
-// the tool creates its file (its effect on the world), then calls
-// crashtest.Ready and never returns. Earlier turns complete, the first
-// with a tool call of its own. It does nothing in a normal run.
+// TestCrashHelper is the process TestCrashMidTurn and TestCrashMidStream
+// kill. It runs turns until turn DSH_AGENT_CRASH_TURN, whose model calls
+// the tool "touch"; the tool creates its file (its effect on the world),
+// then calls crashtest.Ready and never returns. With
+// DSH_AGENT_CRASH_AT=stream, that turn's model instead streams part of
+// an answer, then calls crashtest.Ready and never finishes. Earlier turns
+// complete, the first with a tool call of its own. It does nothing in a
+// normal run.
 func TestCrashHelper(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
@@ -53,11 +60,31 @@ func TestCrashHelper(t *testing.T) {
 		}
 		entries = append(entries, replay.Entry{Kind: replay.KindChunks, Chunks: textAnswer("turn " + strconv.Itoa(turn))})
 	}
-	entries = append(entries, replay.Entry{Kind: replay.KindChunks,
-		Chunks: callAnswer(call{"k" + strconv.Itoa(killTurn), "touch", `{"file":"ran"}`})})
-	prov, err := replay.New(&replay.Script{Name: "crash"}, replay.Options{Override: entries})
+	inStream := os.Getenv(crashAtEnv) == crashInStream
+	earlier := len(entries)
+	if !inStream {
+		entries = append(entries, replay.Entry{Kind: replay.KindChunks,
+			Chunks: callAnswer(call{"k" + strconv.Itoa(killTurn), "touch", `{"file":"ran"}`})})
+	}
+	replayed, err := replay.New(&replay.Script{Name: "crash"}, replay.Options{Override: entries})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var prov model.Provider = replayed
+	if inStream {
+		calls := 0
+		prov = model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
+			if calls++; calls <= earlier {
+				return replayed.Generate(ctx, req, emit)
+			}
+			for _, c := range textAnswer("half an answer")[:5] { // the text block started, not ended
+				if err := emit(c); err != nil {
+					return err
+				}
+			}
+			crashtest.Ready()
+			select {} // killed here, mid-stream, before the answer is whole
+		})
 	}
 	tools := &fakeTools{fn: func(_ context.Context, name string, args []byte) (tool.Result, error) {
 		if name != "touch" {
@@ -156,6 +183,68 @@ func TestCrashMidTurn(t *testing.T) {
 				!strings.Contains(session.Parts(tail[2].Content).Text(), "interrupted by a crash") ||
 				session.Parts(tail[3].Content).Text() != "again" {
 				t.Fatalf("the next request ends with %+v", tail)
+			}
+		})
+	}
+}
+
+// A process killed with SIGKILL while the model streams the first step
+// of turn N, before any tool call, loses nothing the user said: the
+// user message is durable before the first model stream runs. On resume
+// the session holds every prompt, the killed turn is closed interrupted
+// with no assistant message, and the next turn's request carries the
+// lost prompt.
+func TestCrashMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a subprocess")
+	}
+	for _, killTurn := range []int{1, 3} {
+		t.Run("turn "+strconv.Itoa(killTurn), func(t *testing.T) {
+			dir := t.TempDir()
+			crashtest.KillWhenReady(t, "TestCrashHelper", crashDirEnv+"="+dir, crashTurnEnv+"="+strconv.Itoa(killTurn),
+				crashAtEnv+"="+crashInStream)
+			store := filestore.New(dir, filestore.Options{})
+			sess, err := store.Open(crashID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			evs := sess.Events()
+			var prompts []string
+			for _, m := range ofType[session.UserMessage](t, evs) {
+				prompts = append(prompts, m.Content.Text())
+			}
+			if !slices.Equal(prompts, crashPrompts[:killTurn]) {
+				t.Fatalf("user messages after a crash mid-stream = %q, want %q (recovery: %v)", prompts, crashPrompts[:killTurn], sess.Recovery())
+			}
+			var ends []string
+			for _, e := range ofType[session.TurnEnd](t, evs) {
+				ends = append(ends, e.Reason.Kind)
+			}
+			want := append(slices.Repeat([]string{session.EndCompleted}, killTurn-1), session.EndInterrupted)
+			if !slices.Equal(ends, want) {
+				t.Fatalf("turn ends after the crash = %v, want %v", ends, want)
+			}
+			for _, m := range ofType[session.AssistantMessage](t, evs) {
+				if m.Turn == killTurn {
+					t.Fatalf("the killed turn holds an assistant message: %+v", m)
+				}
+			}
+
+			next := killTurn + 1
+			f := newFixture(t, Options{Session: sess, Registry: newRegistry(t, testPersona, "echo", "touch"),
+				Provider: scripted(t, step(next, 1, textAnswer("after the crash")))})
+			if res := f.prompt(t, "again"); res.Turn != next || res.Text != "after the crash" {
+				t.Fatalf("turn after the crash = %+v", res)
+			}
+			var seen []string
+			for _, m := range f.prov.requests()[0].Messages {
+				if m.Role == model.RoleUser {
+					seen = append(seen, session.Parts(m.Content).Text())
+				}
+			}
+			if !slices.Equal(seen, append(slices.Clone(crashPrompts[:killTurn]), "again")) {
+				t.Fatalf("the next request's user messages = %q", seen)
 			}
 		})
 	}

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/cputime"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	extism "github.com/extism/go-sdk"
@@ -522,11 +522,8 @@ func BenchmarkInstantiateWarm(b *testing.B) {
 
 // cpuTime is the process's user and system CPU time, in nanoseconds.
 func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	d, _ := cputime.Process()
+	return int64(d)
 }
 
 // privateBytes is the process's private memory (Private_Clean +

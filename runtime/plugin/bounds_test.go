@@ -292,11 +292,14 @@ func TestCloseDuringLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := testkit(t)
+	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{InitTimeout: time.Minute},
+		Config: cfg(t, map[string]any{"init_spin": true})}
+	// Compiled first, so that 300 ms from now the load is in dsh_init,
+	// and the bounds below are Close's, not the compiler's.
+	compileFirst(t, spec)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := h.Load(bg, Spec{Name: "kit", Source: kit, Limits: Limits{InitTimeout: time.Minute},
-			Config: cfg(t, map[string]any{"init_spin": true})})
+		_, err := h.Load(bg, spec)
 		errc <- err
 	}()
 	time.Sleep(300 * time.Millisecond)

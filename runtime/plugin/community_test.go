@@ -402,3 +402,28 @@ func TestCommunityInstancesClose(t *testing.T) {
 		t.Fatalf("after unload: %d modules", modules())
 	}
 }
+// The Extism kernel's memory is capped at a quarter of the plugin's
+// memory grant (docs/SECURITY.md, community ABIs): its memory's maximum
+// is that share, and an input past it fails the call with the reason,
+// before the guest sees any of it.
+func TestCommunityKernelMemoryIsAQuarterOfTheGrant(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t)
+	const grant = 1024 // pages: 64 MiB
+	p, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1"), Limits: Limits{MemoryPages: grant}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := p.kernel.ExportedMemories()["memory"].Max(); !ok || got != grant/4 {
+		t.Fatalf("the kernel's memory is capped at %d pages (capped: %v), want %d: a quarter of the grant", got, ok, grant/4)
+	}
+	a := agent("a", "m")
+	if res, err := h.CallTool(ctx, a, "echo", []byte(`{"text":"small"}`)); err != nil || res.Text != "small" {
+		t.Fatalf("a small input: %+v, %v", res, err)
+	}
+	big := strings.Repeat("x", grant/4*65536+1)
+	_, err = h.CallTool(ctx, a, "echo", []byte(`{"text":"`+big+`"}`))
+	if err == nil || !strings.Contains(err.Error(), "do not fit in the Extism kernel's memory") {
+		t.Fatalf("an input past the kernel's share: %v; want it refused by the kernel's cap", err)
+	}
+}

@@ -163,9 +163,11 @@ func TestFailedInitRollsBack(t *testing.T) {
 
 func TestInitTimeoutKillsInfiniteLoop(t *testing.T) {
 	h := newHost(t)
+	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{InitTimeout: 300 * time.Millisecond},
+		Config: cfg(t, map[string]any{"init_spin": true})}
+	compileFirst(t, spec) // the bound below is the spin's, not the compiler's
 	start := time.Now()
-	_, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Limits: Limits{InitTimeout: 300 * time.Millisecond},
-		Config: cfg(t, map[string]any{"init_spin": true})})
+	_, err := h.Load(bg, spec)
 	if !errors.Is(err, ErrComputeBudget) || !strings.Contains(err.Error(), "dsh_init") {
 		t.Fatalf("err = %v", err)
 	}

@@ -205,3 +205,45 @@ func TestImagesIncludeANeutralSetup(t *testing.T) {
 		})
 	}
 }
+
+// TestImagesKeyedByTheEnvironment: an image carries the WASI environment
+// the guest read as it initialised, so a granted variable whose value
+// changed between two agents gives the second an image of its own; it
+// never sees the first one's value.
+func TestImagesKeyedByTheEnvironment(t *testing.T) {
+	const name = "DSH_TEST_IMAGE_ENV"
+	t.Setenv(name, "first")
+	h := newHost(t)
+	p := loadEntry(t, h, "source: "+testkit(t)+`
+config: {tools: [wasi_getenv]}
+grants:
+  env: [`+name+`]
+`)
+	if !p.snapshots {
+		t.Fatal("the testkit module was not prepared for images")
+	}
+	read := func(id string) string {
+		t.Helper()
+		r, err := h.CallTool(bg, agent(id, "m"), "wasi_getenv", []byte(name))
+		if err != nil || r.IsError {
+			t.Fatalf("%s: %+v %v", id, r, err)
+		}
+		return r.Text
+	}
+	if got := read("a1"); got != "first" {
+		t.Fatalf("a1 read %q, want first", got)
+	}
+	if got := read("a2"); got != "first" || !fromImage(t, p, "a2") {
+		t.Fatalf("a2 read %q (from an image: %v); want first, from a1's image", got, fromImage(t, p, "a2"))
+	}
+	t.Setenv(name, "second")
+	if got := read("b1"); got != "second" {
+		t.Fatalf("b1 read %q after the value changed, want second: an image of another environment was shared", got)
+	}
+	if fromImage(t, p, "b1") {
+		t.Fatal("b1 started from an image of the old environment")
+	}
+	if got := read("b2"); got != "second" || !fromImage(t, p, "b2") {
+		t.Fatalf("b2 read %q (from an image: %v); want second, from b1's image", got, fromImage(t, p, "b2"))
+	}
+}

@@ -1109,3 +1109,107 @@ func TestLazyPluginFileChangedBeforeItCompiles(t *testing.T) {
 		t.Errorf("call after the file changed = %+v, %v; want the loaded module, from the cache", r, err)
 	}
 }
+
+// A manifest is keyed by the plugin's grants: the same plugin loaded
+// with other grants does not replay the manifest of the first (its init
+// may have learnt what it was granted, or a hook may act on it later),
+// but loads eagerly and records one of its own; loaded again with the
+// first grants, it replays the first manifest.
+func TestManifestKeyHoldsTheGrants(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, lazyKit),
+		Grants: &config.Grants{SessionEvents: []string{"kit/one"}}}
+	record(t, dir, spec)
+	if ms := manifestsIn(t, dir); len(ms) != 1 {
+		t.Fatalf("%d manifests after the first load, want 1", len(ms))
+	}
+
+	other := spec
+	other.Grants = &config.Grants{SessionEvents: []string{"kit/one", "kit/two"}}
+	h, p := loadAgain(t, dir, other)
+	if !p.compiled.Load() || p.Instances() != 1 {
+		t.Fatalf("other grants: compiled %v, %d instances; want an eager load, not a replay of the first grants' manifest",
+			p.compiled.Load(), p.Instances())
+	}
+	h.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 2 || ms[0].Key == ms[1].Key {
+		t.Fatalf("manifests after a load with other grants: %d; want one per grants", len(ms))
+	}
+
+	_, p = loadAgain(t, dir, spec)
+	if p.compiled.Load() || p.Instances() != 0 {
+		t.Fatalf("the first grants again: compiled %v, %d instances; want a lazy load", p.compiled.Load(), p.Instances())
+	}
+}
+
+// listedSubagents offers providers and runs none.
+type listedSubagents []hostfns.SubagentProvider
+
+func (l listedSubagents) Providers() []hostfns.SubagentProvider { return l }
+
+func (l listedSubagents) Run(context.Context, prompt.AgentFacts, hostfns.SubagentRunRequest) (hostfns.SubagentRunResponse, error) {
+	return hostfns.SubagentRunResponse{}, errors.New("listedSubagents runs no child")
+}
+
+// lazySubagentHost is lazyHost serving subagent_providers from subs.
+func lazySubagentHost(t *testing.T, dir string, subs Subagents) *Host {
+	t.Helper()
+	shared := sharedCache(t)
+	c := &Cache{c: shared.c, dir: shared.dir, manifests: dir}
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: c, Logger: slog.New(slog.DiscardHandler),
+		LazyCompile: true, Subagents: subs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(bg) })
+	return h
+}
+
+// A replayed host call whose answer has the recorded status but another
+// content diverges: a dsh_init that read the subagent providers (and
+// registers a tool per provider, say) loads eagerly when the host offers
+// other providers, and its guest sees today's list.
+func TestReplayComparesTheAnswersContent(t *testing.T) {
+	dir := t.TempDir()
+	kit := map[string]any{
+		"sections":    []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
+		"init_probes": []map[string]any{{"fn": hostfns.FnSubagentProviders, "req": `{}`}},
+	}
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, kit)}
+	one := listedSubagents{{Name: "spawn"}}
+	two := listedSubagents{{Name: "spawn"}, {Name: "fork", InheritsParentContext: true}}
+	load := func(subs Subagents) (*Host, *Plugin) {
+		t.Helper()
+		h := lazySubagentHost(t, dir, subs)
+		p, err := h.Load(bg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, p
+	}
+
+	h, p := load(one)
+	if !p.compiled.Load() {
+		t.Fatal("the first load was not eager")
+	}
+	h.Close(bg)
+	if ms := manifestsIn(t, dir); len(ms) != 1 || !slices.ContainsFunc(ms[0].Calls, func(c recordedCall) bool { return c.Fn == hostfns.FnSubagentProviders }) {
+		t.Fatalf("manifests after the first load: %+v", ms)
+	}
+	// The same providers: the record replays (the test is not vacuous).
+	h, p = load(one)
+	if p.compiled.Load() {
+		t.Fatal("the same providers: an eager load, want a replay")
+	}
+	h.Close(bg)
+
+	// Other providers, the same status: not a replay.
+	_, p = load(two)
+	if !p.compiled.Load() || p.Instances() != 1 {
+		t.Fatalf("other providers: compiled %v, %d instances; want an eager load", p.compiled.Load(), p.Instances())
+	}
+	st := loadTimeState(t, p)
+	if len(st.Probes) != 1 || st.Probes[0].Status != 0 || !strings.Contains(st.Probes[0].Message, `"fork"`) {
+		t.Fatalf("the guest's subagent_providers = %+v; want today's list, with fork", st.Probes)
+	}
+}

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -64,5 +65,67 @@ func TestUnloadWhileRegistering(t *testing.T) {
 	}
 	if hung+orphans > 0 {
 		t.Fatalf("%d deadlocks, %d trials with orphaned registrations", hung, orphans)
+	}
+}
+
+// No instance is made once a plugin has started closing, even while the
+// runtime is still open because someone else holds it (a check running in
+// an instance no slot owns, a slow creation): holdRuntime is the one gate
+// every instance goes through (newInstanceWith), and it shuts at close's
+// first step.
+func TestNoInstanceOnceClosing(t *testing.T) {
+	h := newHost(t)
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.holdRuntime() {
+		t.Fatal("holdRuntime refused before the plugin closed")
+	}
+	held := true
+	defer func() {
+		if held {
+			p.letGoRuntime()
+		}
+	}()
+	unloaded := make(chan error, 1)
+	go func() { unloaded <- h.Unload(bg, "kit") }()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.users.mu.Lock()
+		stopping := p.users.stopping
+		p.users.mu.Unlock()
+		if stopping {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Unload did not start closing the plugin")
+		}
+	}
+	for _, c := range []struct {
+		what string
+		make func() (*instance, error)
+	}{
+		{"an agent's instance", func() (*instance, error) { return p.newInstance(bg, false, agent("late", "m")) }},
+		{"a load-time instance", func() (*instance, error) { return p.newInstance(bg, true, nil) }},
+		{"a check's bare instance", func() (*instance, error) { return p.newInstanceWith(bg, true, nil, clockShift, true) }},
+	} {
+		in, err := c.make()
+		if in != nil {
+			in.close(errDiscarded)
+		}
+		if !errors.Is(err, ErrNotLoaded) {
+			t.Errorf("%s made while the plugin closes: %v, want ErrNotLoaded", c.what, err)
+		}
+	}
+	if _, err := h.CallTool(bg, agent("late2", "m"), "counter", nil); err == nil {
+		t.Error("a tool call for a new agent ran while the plugin closes")
+	}
+	p.letGoRuntime()
+	held = false
+	if err := <-unloaded; err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Instances(); n != 0 {
+		t.Fatalf("%d instances after the unload", n)
 	}
 }

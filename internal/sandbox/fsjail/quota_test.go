@@ -240,3 +240,47 @@ func TestQuotaAppendPwrite(t *testing.T) {
 		t.Errorf("log is %d bytes (%d written), want 1000", got, total)
 	}
 }
+
+// TestQuotaSparseHostFileCreditsNothing: a sparse file the host made
+// (the plugin paid nothing for it) holds no blocks, so truncating it,
+// through a descriptor or by O_TRUNC, gives the plugin no bytes back: its
+// quota still holds exactly what it held.
+func TestQuotaSparseHostFileCreditsNothing(t *testing.T) {
+	const quota = 1 << 20
+	q := NewQuota(quota, 100)
+	dir, _, work := quotaJail(t, q)
+	for _, name := range []string{"by-truncate", "by-otrunc"} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(1 << 40); err != nil { // 1 TiB of holes
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	f, errno := work.OpenFile("by-truncate", oWRONLY, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	wantErrno(t, "truncate the host's sparse file to 1 MiB", f.Truncate(1<<20), 0)
+	wantErrno(t, "truncate it to 0", f.Truncate(0), 0)
+	f.Close()
+	f, errno = work.OpenFile("by-otrunc", oWRONLY|oTRUNC, 0)
+	if errno != 0 {
+		t.Fatalf("open the host's sparse file with O_TRUNC: %v", errno)
+	}
+	f.Close()
+	if bytes, _ := q.Used(); bytes != 0 {
+		t.Fatalf("after truncating sparse files the host made, the quota holds %d bytes, want 0: a credit the plugin never paid for", bytes)
+	}
+	// And the plugin can still write no more than its quota.
+	g, errno := work.OpenFile("big", oWRONLY|oCREAT, 0o644)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	defer g.Close()
+	if n, _ := g.Write(make([]byte, 2*quota)); n != quota {
+		t.Fatalf("wrote %d bytes, want %d: the quota", n, quota)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/storetest"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -168,5 +169,51 @@ func TestMigrationsOnceUnderConcurrentStarts(t *testing.T) {
 	var typ string
 	if err := s.pool.QueryRow(context.Background(), `SELECT data_type FROM information_schema.columns WHERE table_name = 'dsh_events' AND column_name = 'event'`).Scan(&typ); err != nil || typ != "json" {
 		t.Fatalf("dsh_events.event is %q (%v), want json", typ, err)
+	}
+}
+
+// The database itself holds one row per (session, seq): a row written
+// directly with a seq the session already has is refused (a unique
+// violation), whoever writes it, and the session's export is unchanged.
+func TestOneRowPerSessionAndSeq(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.DB(t), Options{Now: storetest.NewClock(1_700_000_000_000).Now})
+	sess, err := s.Create(session.Header{ID: "one", Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Turn(1, true, storetest.Emit(t, sess))
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var before bytes.Buffer
+	if err := s.Export("one", &before); err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	var event string
+	if err := s.pool.QueryRow(ctx, `SELECT seq, event::text FROM dsh_events WHERE session_id = 'one' ORDER BY seq DESC LIMIT 1`).Scan(&seq, &event); err != nil {
+		t.Fatal(err)
+	}
+	for _, dup := range []int64{0, seq} {
+		_, err := s.pool.Exec(ctx, `INSERT INTO dsh_events (session_id, seq, event) VALUES ('one', $1, $2::json)`, dup, event)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+			t.Fatalf("a second row for (one, %d): %v; want a unique violation (23505)", dup, err)
+		}
+	}
+	var rows, seqs int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT seq) FROM dsh_events WHERE session_id = 'one'`).Scan(&rows, &seqs); err != nil {
+		t.Fatal(err)
+	}
+	if rows != seqs || int64(rows) != seq+1 {
+		t.Fatalf("%d rows for %d seqs (last %d)", rows, seqs, seq)
+	}
+	var after bytes.Buffer
+	if err := s.Export("one", &after); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before.Bytes(), after.Bytes()) {
+		t.Fatalf("the export changed:\n%s\nnow\n%s", before.Bytes(), after.Bytes())
 	}
 }

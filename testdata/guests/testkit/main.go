@@ -435,6 +435,12 @@ var tools = map[string]guest.ToolFunc{
 		b, _ := json.Marshal(r)
 		return string(b), nil
 	},
+	// wasi_getenv reads the WASI environment, which the Go runtime copied
+	// as the module initialised: what an image would carry to another
+	// instance.
+	"wasi_getenv": func(_ guest.Context, args []byte) (string, error) {
+		return os.Getenv(string(args)), nil
+	},
 	"getenv": func(_ guest.Context, args []byte) (string, error) {
 		v, found, err := guest.Getenv(string(args))
 		if err != nil {
