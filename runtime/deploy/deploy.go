@@ -158,8 +158,10 @@ const (
 
 // New opens a deployment: it creates the registry, bus, state store and
 // plugin host, registers the harness sections and built-in variables,
-// then the native sections and tools, then loads the plugins in order.
-// On failure everything it made is released.
+// then the native sections and tools, then loads the plugins in order,
+// and checks that every static section's {{references}} have an owner
+// (plugin.Host.CheckReferences). On failure everything it made is
+// released.
 func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -259,6 +261,15 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	}
 	if err := d.registerSubagentProviders(ctx); err != nil {
 		return nil, err
+	}
+	// Everything that registers at open has: a static section that
+	// references a variable nobody provides would fail every turn of
+	// every agent, so it fails the deployment now, naming plugin, section
+	// and variable (plugin.ReferenceError), and the host checks every
+	// later load, reload and registration the same way. With an assemble
+	// hook present, which may supply the variable late, it only warns.
+	if err := d.host.CheckReferences(ctx); err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	if opts.Compaction != nil {
 		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
