@@ -347,7 +347,7 @@ type redactingStore struct {
 func (s redactingStore) Create(h session.Header, initial ...session.Event) (*session.Session, error) {
 	sess, err := s.Storage.Create(h, initial...)
 	if err != nil {
-		return nil, s.red.Error(err)
+		return nil, err
 	}
 	sess.SetRedact(s.red.JSON)
 	return sess, nil
@@ -356,7 +356,7 @@ func (s redactingStore) Create(h session.Header, initial ...session.Event) (*ses
 func (s redactingStore) Open(id string) (*session.Session, error) {
 	sess, err := s.Storage.Open(id)
 	if err != nil {
-		return nil, s.red.Error(err)
+		return nil, err
 	}
 	sess.SetRedact(s.red.JSON)
 	return sess, nil
