@@ -195,3 +195,34 @@ func TestStoreErrorDoesNotShowTheDSNPassword(t *testing.T) {
 		}
 	}
 }
+
+// A tool called outside any session (an MCP client's call through
+// Agent.CallTool) is redacted too: its result and its error go straight
+// to the caller.
+func TestAgentCallToolIsRedacted(t *testing.T) {
+	quote := func(fail bool) deploy.Tool {
+		name := map[bool]string{false: "says", true: "fails"}[fail]
+		return deploy.Tool{Tool: prompt.Tool{Name: name, Description: name, Parameters: []byte(`{"type":"object"}`)},
+			Run: func(context.Context, deploy.ToolCall) (tool.Result, error) {
+				if fail {
+					return tool.Result{}, errors.New("401 for " + testKey)
+				}
+				return tool.Result{Text: "the key is " + testKey}, nil
+			}}
+	}
+	d := open(t, deploy.Options{Tools: []deploy.Tool{quote(false), quote(true)}, Redactor: redact.New(testKey)})
+	a, err := d.NewAgent(deploy.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	res, err := a.CallTool(context.Background(), "says", []byte(`{}`))
+	if err != nil || strings.Contains(res.Text, testKey) || !strings.Contains(res.Text, redact.Marker) {
+		t.Errorf("says = %+v, %v", res, err)
+	}
+	res, err = a.CallTool(context.Background(), "fails", []byte(`{}`))
+	text := fmt.Sprint(res.Text, err)
+	if strings.Contains(text, testKey) || !strings.Contains(text, redact.Marker) {
+		t.Errorf("fails = %q", text)
+	}
+}
