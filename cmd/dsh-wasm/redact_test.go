@@ -111,7 +111,7 @@ func TestStandardErrorRedactsOnceTheDeploymentIsRead(t *testing.T) {
 	s.g.redactor(cfg)
 	stderrLogger(s, true).Warn("httpapi: turn", "err", "401 Bearer "+leakyKey)
 	fmt.Fprint(s.err, "split: "+leakyKey[:9])
-	fmt.Fprint(s.err, leakyKey[9:]+" done\nerror: cut "+leakyKey[:12])
+	fmt.Fprint(s.err, leakyKey[9:]+" done\nerror: cut "+leakyKey[:16])
 	sw.Flush()
 	got := raw.String()
 	if !strings.HasPrefix(got, "before: plain\n") || strings.Contains(got, leakyKey[:9]) || strings.Count(got, redact.Marker) != 3 {

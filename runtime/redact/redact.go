@@ -4,7 +4,8 @@
 // values and replaces each of them, in every spelling an error or a log
 // is likely to carry it (as is, JSON- or Go-escaped, URL-encoded), with
 // Marker. A value cut short by an excerpt ("sk-abcd…" at the end of a
-// message) is replaced too, when at least MinLen bytes of it remain.
+// message) is replaced too: MinLen bytes of it next to an ellipsis, half
+// of it at the very start or end of a text.
 //
 // A nil *Redactor redacts nothing; every method may be called on it.
 package redact
@@ -89,8 +90,10 @@ func spellings(s string) []string {
 func (r *Redactor) Empty() bool { return r == nil || len(r.forms) == 0 }
 
 // String returns s with every secret replaced by Marker, and every
-// fragment of one at least MinLen long that an excerpt cut (at the start
-// or the end of s, or before an ellipsis).
+// fragment of one that an excerpt cut: before an ellipsis ("…", "...")
+// or after one, at least MinLen bytes of it; at the very end or start of
+// s, at least half of it (and MinLen), so that ordinary text that merely
+// ends like a secret begins (a DSN's "postgres://") is left alone.
 func (r *Redactor) String(s string) string {
 	if r.Empty() || len(s) < MinLen {
 		return s
@@ -104,10 +107,11 @@ func (r *Redactor) String(s string) string {
 }
 
 // cuts redacts the fragments of secrets cut at an edge of s: a tail that
-// begins a secret and ends s (or an ellipsis), and a head that ends one
-// and begins s (or follows an ellipsis).
+// begins a secret and ends s or an ellipsis, and a head that ends one
+// and begins s or follows an ellipsis.
 func (r *Redactor) cuts(s string) string {
 	for _, f := range r.forms {
+		edge := max(MinLen, (len(f)+1)/2) // at an edge of s, without an ellipsis
 		probe := f[:MinLen]
 		for from := 0; ; {
 			i := strings.Index(s[from:], probe)
@@ -119,7 +123,7 @@ func (r *Redactor) cuts(s string) string {
 			for i+n < len(s) && n < len(f) && s[i+n] == f[n] {
 				n++
 			}
-			if rest := s[i+n:]; rest == "" || hasAnyPrefix(rest, ellipses) {
+			if rest := s[i+n:]; hasAnyPrefix(rest, ellipses) || rest == "" && n >= edge {
 				s = s[:i] + Marker + rest
 				from = i + len(Marker)
 				continue
@@ -129,8 +133,11 @@ func (r *Redactor) cuts(s string) string {
 		// A head: the longest suffix of f that s, or what follows an
 		// ellipsis in s, begins with.
 		for _, at := range heads(s) {
-			rest := s[at:]
-			for n := min(len(f)-1, len(rest)); n >= MinLen; n-- {
+			rest, least := s[at:], MinLen
+			if at == 0 {
+				least = edge
+			}
+			for n := min(len(f)-1, len(rest)); n >= least; n-- {
 				if strings.HasPrefix(rest, f[len(f)-n:]) {
 					s = s[:at] + Marker + rest[n:]
 					break

@@ -53,7 +53,9 @@ func jsonString(s string) string {
 
 // Short values are not secrets a redactor can keep: an empty variable or
 // a four-letter token would redact ordinary text everywhere. A short
-// fragment of a real secret is left too.
+// fragment of a real secret is left too, and so is text that merely ends
+// or starts as a secret does (a DSN's scheme), unless an ellipsis says
+// it was cut.
 func TestShortValuesAreIgnored(t *testing.T) {
 	if r := redact.New("", "abc", "1234567"); !r.Empty() {
 		t.Fatal("a redactor of values shorter than MinLen redacts something")
@@ -62,6 +64,15 @@ func TestShortValuesAreIgnored(t *testing.T) {
 	in := "a plain sentence, abc, and sk-live (7 bytes of the key)"
 	if got := r.String(in); got != in {
 		t.Errorf("String(%q) = %q, want it unchanged", in, got)
+	}
+	dsn := redact.New("postgres://dsh:hunter2-long@db.internal:5432/dsh")
+	for _, in := range []string{"the store is postgres", "postgres://dsh:hunter2 was", "db.internal:5432/dsh is down"} {
+		if got := dsn.String(in); got != in {
+			t.Errorf("String(%q) = %q, want it unchanged", in, got)
+		}
+	}
+	if got := dsn.String("connect to postgres://dsh:hunter2-lo…"); strings.Contains(got, "hunter2") {
+		t.Errorf("a DSN cut before an ellipsis: %q", got)
 	}
 	var nilR *redact.Redactor
 	if got := nilR.String(key); got != key {
@@ -125,9 +136,9 @@ func TestWriterAcrossWrites(t *testing.T) {
 		t.Errorf("written %q, want %q", out.String(), want)
 	}
 	out.Reset()
-	io.WriteString(w, "cut: "+key[:10])
+	io.WriteString(w, "cut: "+key[:13])
 	w.Flush()
-	if got := out.String(); strings.Contains(got, key[:10]) || !strings.Contains(got, redact.Marker) {
+	if got := out.String(); strings.Contains(got, key[:13]) || !strings.Contains(got, redact.Marker) {
 		t.Errorf("a cut key at the end was written as %q", got)
 	}
 	// Text that cannot begin a secret is written at once.
