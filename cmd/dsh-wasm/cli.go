@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 )
 
 // usageError marks an error as the caller's misuse of the command line.
@@ -30,10 +32,57 @@ type streams struct {
 	g        *globals
 }
 
-// globals are the root command's persistent flags.
+// globals are the root command's persistent flags, and the invocation's
+// standard error.
 type globals struct {
 	cacheDir string
 	noCache  bool
+	// stderr is the process's standard error with the deployment's
+	// secrets redacted once a command has read the deployment (secrets);
+	// nil when the streams were given without one (tests of one command).
+	stderr *secretWriter
+}
+
+// secretWriter is standard error: every log line, diagnostic and the
+// final error of the invocation pass through it. Until the deployment is
+// read it passes bytes through; then it redacts them with the
+// deployment's Redactor, holding back a tail that may begin a secret
+// until the next write or Flush.
+type secretWriter struct {
+	w  io.Writer
+	mu sync.Mutex
+	rw *redact.Writer
+}
+
+func (s *secretWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	rw := s.rw
+	s.mu.Unlock()
+	if rw == nil {
+		return s.w.Write(p)
+	}
+	return rw.Write(p)
+}
+
+// Flush writes what is held back.
+func (s *secretWriter) Flush() error {
+	s.mu.Lock()
+	rw := s.rw
+	s.mu.Unlock()
+	if rw == nil {
+		return nil
+	}
+	return rw.Flush()
+}
+
+// secrets makes standard error redact r's secrets from now on.
+func (g *globals) secrets(r *redact.Redactor) {
+	if g.stderr == nil || r.Empty() {
+		return
+	}
+	g.stderr.mu.Lock()
+	defer g.stderr.mu.Unlock()
+	g.stderr.rw = r.Writer(g.stderr.w)
 }
 
 // openCache opens the compilation cache the flags and environment choose:
@@ -91,7 +140,10 @@ WebAssembly plugins that can do only what the operator grants them.`,
 
 // run executes the command line args and returns the exit status.
 func run(args []string, in io.Reader, out, errOut io.Writer) int {
-	root := newRoot(streams{in: in, out: out, err: errOut})
+	stderr := &secretWriter{w: errOut}
+	defer stderr.Flush()
+	errOut = stderr
+	root := newRoot(streams{in: in, out: out, err: errOut, g: &globals{stderr: stderr}})
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {

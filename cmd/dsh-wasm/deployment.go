@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 )
 
 // deploymentFlags are the flags of every command that reads a deployment
@@ -90,8 +91,10 @@ func runInBackground(compile func(context.Context) error, wait time.Duration, lo
 }
 
 // open reads the deployment file and opens it: plugins loaded, nothing
-// else started. Diagnostics go to logger (standard error).
-func (f *deploymentFlags) open(ctx context.Context, g *globals, logger *slog.Logger) (*opened, error) {
+// else started. Diagnostics go to logger (standard error). From here on
+// standard error redacts the secrets the file names, and those given
+// (a command's own tokens).
+func (f *deploymentFlags) open(ctx context.Context, g *globals, logger *slog.Logger, secrets ...string) (*opened, error) {
 	if f.config == "" {
 		return nil, usagef("--config FILE is required: the deployment to run")
 	}
@@ -105,13 +108,23 @@ func (f *deploymentFlags) open(ctx context.Context, g *globals, logger *slog.Log
 		}
 		cfg.Provider.BaseURL = f.baseURL
 	}
+	red := g.redactor(cfg, secrets...)
 	cache := g.openCache(logger)
-	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache})
+	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Redactor: red})
 	if err != nil {
 		cache.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open %s: %w", f.config, err)
 	}
 	return &opened{Deployment: d, cache: cache}, nil
+}
+
+// redactor is the invocation's one Redactor: the secrets cfg names
+// (config.Deployment.Secrets) and those the command adds. Standard error
+// redacts them from now on; the deployment is given the same Redactor.
+func (g *globals) redactor(cfg *config.Deployment, more ...string) *redact.Redactor {
+	r := redact.New(append(cfg.Secrets(nil), more...)...)
+	g.secrets(r)
+	return r
 }
 
 // stderrLogger logs warnings and errors to w, or everything with verbose.

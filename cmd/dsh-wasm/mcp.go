@@ -89,7 +89,7 @@ deployment or the listener failed; 2 usage.`,
 			}
 			logs := mcpserver.NewLogHandler(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 			logger := slog.New(logs)
-			d, err := df.open(ctx, s.g, logger)
+			d, err := df.open(ctx, s.g, logger, tokens...)
 			if err != nil {
 				return err
 			}

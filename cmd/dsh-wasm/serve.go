@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -113,6 +115,8 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// The bearer tokens are secrets too, wherever the map came from.
+	red := s.g.redactor(cfg, slices.Collect(maps.Keys(tokens))...)
 	logger := stderrLogger(s, f.verbose)
 	pg, err := openStore(ctx, cfg, pgstore.Options{Logger: logger})
 	if err != nil {
@@ -125,7 +129,7 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 	}
 	cache := s.g.openCache(logger)
 	defer cache.Close(context.WithoutCancel(ctx))
-	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Store: store})
+	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Store: store, Redactor: red})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", f.config, err)
 	}
@@ -200,6 +204,7 @@ PostgreSQL (the DSN is read from the environment variable the file names).`,
 			if err != nil {
 				return err
 			}
+			s.g.redactor(cfg)
 			pg, err := openStore(ctx, cfg, pgstore.Options{})
 			if err != nil {
 				return err

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -117,4 +120,87 @@ func (d *decoder) serve(n *yaml.Node, field, dir string) *Serve {
 		s.MaxTenantTurns = DefaultMaxTenantTurns
 	}
 	return s
+}
+
+// SecretEnv lists the environment variables the deployment names whose
+// values are secrets: the provider's key (provider.api_key_env), the
+// store's DSN (store.dsn_env) and serve's token map (serve.tokens_env).
+// This file is the one place that says which settings name secrets.
+func (d *Deployment) SecretEnv() []string {
+	var names []string
+	if d.Provider.APIKeyEnv != "" {
+		names = append(names, d.Provider.APIKeyEnv)
+	}
+	if d.Store != nil && d.Store.DSNEnv != "" {
+		names = append(names, d.Store.DSNEnv)
+	}
+	if d.Serve != nil && d.Serve.TokensEnv != "" {
+		names = append(names, d.Serve.TokensEnv)
+	}
+	return names
+}
+
+// Secrets returns the secret values the variables of SecretEnv hold, read
+// with lookup (os.LookupEnv when nil): each value, and a DSN's password,
+// which an error may quote alone. The tokens of serve's map are parsed
+// where the map is (cmd serve), which adds them.
+func (d *Deployment) Secrets(lookup func(string) (string, bool)) []string {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var out []string
+	for _, name := range d.SecretEnv() {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			continue
+		}
+		out = append(out, v)
+		if d.Store != nil && name == d.Store.DSNEnv {
+			if pw := dsnPassword(v); pw != "" {
+				out = append(out, pw)
+			}
+		}
+	}
+	return out
+}
+
+// dsnPassword is the password of a PostgreSQL DSN, a URL
+// (postgres://user:PASSWORD@host/db) or keyword/value pairs
+// (password=PASSWORD or password='PASS WORD'); empty when it has none.
+func dsnPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			return pw
+		}
+	}
+	for rest := dsn; ; {
+		i := strings.Index(rest, "password")
+		if i < 0 {
+			return ""
+		}
+		rest = strings.TrimLeft(rest[i+len("password"):], " ")
+		if !strings.HasPrefix(rest, "=") {
+			continue
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		if v, ok := strings.CutPrefix(rest, "'"); ok {
+			var b strings.Builder
+			for i := 0; i < len(v); i++ {
+				switch {
+				case v[i] == '\\' && i+1 < len(v):
+					i++
+					b.WriteByte(v[i])
+				case v[i] == '\'':
+					return b.String()
+				default:
+					b.WriteByte(v[i])
+				}
+			}
+			return b.String()
+		}
+		if j := strings.IndexAny(rest, " \t"); j >= 0 {
+			return rest[:j]
+		}
+		return rest
+	}
 }

@@ -93,6 +93,7 @@ func (a *Agent) Facts() prompt.AgentFacts { return a.facts }
 // process. Cancelling ctx interrupts the guest. The tool's own failure is
 // a result with IsError; a returned error says the call could not be made
 // or the plugin failed (no such tool, a trap, the budget, cancellation).
+// The result and the error are redacted with the deployment's secrets.
 func (a *Agent) CallTool(ctx context.Context, name string, args []byte) (tool.Result, error) {
 	a.mu.Lock()
 	closed := a.closed
@@ -101,10 +102,15 @@ func (a *Agent) CallTool(ctx context.Context, name string, args []byte) (tool.Re
 		return tool.Result{}, ErrClosed
 	}
 	facts := a.facts
+	// No session records this call: its result goes straight to the
+	// caller (an MCP client), so it is redacted here, as a session's
+	// tool/result is when recorded.
+	red := a.d.opts.Redactor
 	res, err := runner{a.d}.CallTool(ctx, &facts, name, args)
 	if err != nil {
-		return tool.Result{}, err
+		return tool.Result{}, red.Error(err)
 	}
+	res.Text = red.String(res.Text)
 	return res, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
@@ -96,6 +97,13 @@ type Options struct {
 	// Logger receives diagnostics and the plugins' log and WASI output;
 	// nil discards them.
 	Logger *slog.Logger
+	// Redactor holds the deployment's secrets (OpenConfig makes it from
+	// the file: config.Deployment.Secrets). Every outward path of the
+	// deployment goes through it: each event its sessions record (so the
+	// log, its followers, exports and the model's messages), the errors
+	// and turn results its methods return, and its Logger. Nil redacts
+	// nothing.
+	Redactor *redact.Redactor
 	// Builtins holds the modules behind builtin:NAME sources; nil means
 	// the built-in plugins of this module (package guests).
 	Builtins fs.FS
@@ -126,7 +134,7 @@ type Limits struct {
 // and the sessions made on them. It is safe for concurrent use.
 type Deployment struct {
 	opts      Options
-	log       *slog.Logger
+	log       *slog.Logger // redacted with opts.Redactor
 	reg       *prompt.Registry
 	bus       *events.Bus
 	state     *agent.PluginState
@@ -158,13 +166,18 @@ const (
 
 // New opens a deployment: it creates the registry, bus, state store and
 // plugin host, registers the harness sections and built-in variables,
-// then the native sections and tools, then loads the plugins in order.
-// On failure everything it made is released.
+// then the native sections and tools, then loads the plugins in order,
+// and checks that every static section's {{references}} have an owner
+// (plugin.Host.CheckReferences). On failure everything it made is
+// released.
 func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	red := opts.Redactor
+	logger = slog.New(red.Handler(logger.Handler()))
+	defer func() { err = red.Error(err) }()
 	if opts.MaxSteps < 0 {
 		return nil, fmt.Errorf("%w: MaxSteps %d is negative", ErrInvalidOptions, opts.MaxSteps)
 	}
@@ -204,6 +217,9 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	}
 	if d.store == nil {
 		d.store = filestore.New(dir, filestore.Options{})
+	}
+	if !red.Empty() {
+		d.store = redactingStore{d.store, red}
 	}
 	d.subs = subagent.NewRegistry(d.bus)
 	d.cache = opts.Cache
@@ -260,6 +276,15 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	if err := d.registerSubagentProviders(ctx); err != nil {
 		return nil, err
 	}
+	// Everything that registers at open has: a static section that
+	// references a variable nobody provides would fail every turn of
+	// every agent, so it fails the deployment now, naming plugin, section
+	// and variable (plugin.ReferenceError), and the host checks every
+	// later load, reload and registration the same way. With an assemble
+	// hook present, which may supply the variable late, it only warns.
+	if err := d.host.CheckReferences(ctx); err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
 	if opts.Compaction != nil {
 		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
 			return nil, fmt.Errorf("deploy: compaction: %w", err)
@@ -300,6 +325,41 @@ func (d *Deployment) registerOwn() error {
 		return fmt.Errorf("deploy: register native sections and tools: %w", err)
 	}
 	return nil
+}
+
+// Redactor is the deployment's redactor (Options.Redactor): a front end
+// that shows what does not pass through the deployment redacts it with
+// this one.
+func (d *Deployment) Redactor() *redact.Redactor { return d.opts.Redactor }
+
+// Logger is the deployment's logger, which redacts its secrets.
+func (d *Deployment) Logger() *slog.Logger { return d.log }
+
+// redactingStore makes every session its store opens record through the
+// deployment's redactor (session.Session.SetRedact): the one point every
+// event of every session (top-level, subagent, ACP child) is appended
+// through.
+type redactingStore struct {
+	session.Storage
+	red *redact.Redactor
+}
+
+func (s redactingStore) Create(h session.Header, initial ...session.Event) (*session.Session, error) {
+	sess, err := s.Storage.Create(h, initial...)
+	if err != nil {
+		return nil, err
+	}
+	sess.SetRedact(s.red.JSON)
+	return sess, nil
+}
+
+func (s redactingStore) Open(id string) (*session.Session, error) {
+	sess, err := s.Storage.Open(id)
+	if err != nil {
+		return nil, err
+	}
+	sess.SetRedact(s.red.JSON)
+	return sess, nil
 }
 
 // Registry is the registry the prompt is assembled from. Registering in

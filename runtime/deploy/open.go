@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 )
 
 // Open reads the deployment file at path and opens it (OpenConfig).
@@ -65,6 +66,13 @@ func OpenConfig(ctx context.Context, cfg *config.Deployment, extra Options) (*De
 	opts.Plugins = append(opts.Plugins, extra.Plugins...)
 	opts.Sections, opts.Tools = extra.Sections, extra.Tools
 	opts.MaxSteps, opts.Logger, opts.Builtins, opts.Cache = extra.MaxSteps, extra.Logger, extra.Builtins, extra.Cache
+	// The file names the secrets (config.Deployment.SecretEnv); a caller
+	// that knows more of them (serve's tokens) passes its own Redactor,
+	// built from the same list.
+	opts.Redactor = extra.Redactor
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New(cfg.Secrets(nil)...)
+	}
 	return New(ctx, opts)
 }
 

@@ -75,7 +75,8 @@ type Session struct {
 // NewSession opens a session: a new one, or with Resume an existing one,
 // and an agent on it.
 func (d *Deployment) NewSession(ctx context.Context, opts SessionOptions) (*Session, error) {
-	return d.newSession(ctx, opts, nil)
+	s, err := d.newSession(ctx, opts, nil)
+	return s, d.opts.Redactor.Error(err)
 }
 
 // childSpec says how a subagent's session derives from its parent's.
@@ -276,8 +277,15 @@ func (s *Session) History() []session.Event { return s.sess.Events() }
 // ends, recorded, with its reason in the result; the error reports only
 // that no turn could run (another is running, the session is closed) or
 // the session could not record it.
+//
+// The result and the error are redacted with the deployment's secrets,
+// as the recorded turn/end is.
 func (s *Session) Prompt(ctx context.Context, text string) (agent.TurnResult, error) {
-	return s.agent.Prompt(ctx, text)
+	res, err := s.agent.Prompt(ctx, text)
+	red := s.d.opts.Redactor
+	res.End.Message, res.End.Reason = red.String(res.End.Message), red.String(res.End.Reason)
+	res.Text, res.Err = red.String(res.Text), red.Error(res.Err)
+	return res, red.Error(err)
 }
 
 // Cancel aborts the running turn, which ends "aborted" with reason. It

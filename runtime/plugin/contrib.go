@@ -217,7 +217,7 @@ func (c *contrib) withTx(cs *callState, fn func(tx *prompt.Tx) error) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return c.p.h.checkNewDangling(tx, before)
+		return c.p.h.checkNewDangling(c.p, tx, before)
 	})
 }
 

@@ -72,7 +72,9 @@ type Spec struct {
 	// are checked against them; without Grants, only a plugin that
 	// declares no needs loads.
 	Grants *config.Grants
-	// Inspect loads the plugin without refusing it for its needs.
+	// Inspect loads the plugin to look at it alone: without refusing it
+	// for its needs, nor for references to variables that other plugins
+	// of a deployment would provide (Dangling lists them).
 	Inspect bool
 	// ABI is the plugin's ABI, one of config.ABIs; empty detects it from
 	// the module's imports and exports.
@@ -274,7 +276,7 @@ func (h *Host) commitLoad(ctx context.Context, name string, p *Plugin) (*Plugin,
 		if err := p.runInit(ctx, tx); err != nil {
 			return err
 		}
-		return h.checkNewDangling(tx, dangling)
+		return h.checkNewDangling(p, tx, dangling)
 	})
 	if err != nil {
 		p.close(errDiscarded)
@@ -392,7 +394,7 @@ func (h *Host) Reload(ctx context.Context, spec Spec) (*Plugin, error) {
 		if err := p.runInit(ctx, tx); err != nil {
 			return err
 		}
-		return h.checkNewDangling(tx, dangling)
+		return h.checkNewDangling(p, tx, dangling)
 	})
 	if err != nil {
 		old.contrib.restore()

@@ -82,7 +82,7 @@ func (h *Host) Dangling() []prompt.Dangling { return h.reg.Dangling() }
 //
 // After CheckReferences, every Load and Reload is checked the same way at
 // once: one that would leave a reference unresolved fails and changes
-// nothing.
+// nothing (except a plugin loaded for inspection, Spec.Inspect).
 func (h *Host) CheckReferences(ctx context.Context) error {
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
@@ -124,12 +124,15 @@ func (h *Host) CheckReferences(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// checkNewDangling, inside a load's or reload's update, refuses a change
-// that leaves a reference unresolved that was not before, once the
-// deployment has called CheckReferences. With an assemble hook present it
-// only warns.
-func (h *Host) checkNewDangling(tx *prompt.Tx, before []prompt.Dangling) error {
-	if !h.refsChecked.Load() {
+// checkNewDangling, inside p's load's, reload's or late registration's
+// update, refuses a change that leaves a reference unresolved that was
+// not before, once the deployment has called CheckReferences. With an
+// assemble hook present it only warns. A plugin loaded for inspection
+// (Spec.Inspect) is looked at alone, without the plugins that would
+// provide what it references: its references are listed by Dangling, not
+// refused.
+func (h *Host) checkNewDangling(p *Plugin, tx *prompt.Tx, before []prompt.Dangling) error {
+	if !h.refsChecked.Load() || p.spec.Inspect {
 		return nil
 	}
 	var errs []error

@@ -28,6 +28,22 @@ type Session struct {
 	recs     []Record // the records not yet stored
 	recovery Recovery
 	broken   error // set when what the store holds is unknown
+	// redact, when set, rewrites each appended event's JSON values
+	// (SetRedact).
+	redact func([]byte) []byte
+}
+
+// SetRedact makes every event appended from now on pass through redact
+// before it is checked, stored and returned: its data and unknown keys
+// (JSON values) are replaced by what redact returns for them, which must
+// be JSON. The event as the log holds it, its followers see it, the
+// model's messages derive from it and exports print it is then the
+// redacted one. A deployment sets it to keep its secrets out of sessions
+// (runtime/redact).
+func (s *Session) SetRedact(redact func([]byte) []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.redact = redact
 }
 
 // Path is where the session is kept: its file for the file store, the
@@ -103,6 +119,12 @@ func (s *Session) appendLocked(e Event) (Event, error) {
 	}
 	e.Seq, e.Time = int64(len(s.st.events)), s.nowMs()
 	err := normalize(&e)
+	if err == nil && s.redact != nil {
+		e.Data = s.redact(e.Data)
+		for i := range e.extra {
+			e.extra[i].value = s.redact(e.extra[i].value)
+		}
+	}
 	if err == nil {
 		err = checkOwn(e)
 	}
