@@ -40,11 +40,12 @@ func (e *CanonicalError) Unwrap() error {
 	return ErrNotCanonical
 }
 
-// Canonical appends to dst the canonical form of doc, a JSON object, or
-// refuses it. The canonical form is the one text every JSON reader takes
+// Canonical appends to dst the canonical form of doc, one JSON value
+// (tool arguments are an object, but which value a tool takes is the
+// tool's to say), or refuses it. The canonical form is the one text every JSON reader takes
 // to mean the same thing:
 //
-//   - doc is one JSON object (the grammar Parse accepts, surrounding
+//   - doc is one JSON value (the grammar Parse accepts, surrounding
 //     whitespace allowed), nested at most CanonicalMaxDepth deep;
 //   - no object, at any depth, has two keys that are equal, or equal under
 //     Unicode simple case folding ("Command" and "command", "ſ" and "s",
@@ -62,21 +63,15 @@ func (e *CanonicalError) Unwrap() error {
 func Canonical(dst, doc []byte) ([]byte, error) {
 	c := canon{p: parser{b: doc}, out: dst}
 	c.p.skipSpace()
-	if c.p.i >= len(doc) || doc[c.p.i] != '{' {
-		if c.p.i >= len(doc) {
-			return dst, c.syntax("empty document; want a JSON object")
-		}
-		if err := c.p.value(0); err != nil {
-			return dst, c.wrap(err)
-		}
-		return dst, &CanonicalError{Offset: 0, Msg: "want a JSON object, found " + c.p.last.String(), syntax: true}
+	if c.p.i >= len(doc) {
+		return dst, c.syntax("empty document; want a JSON value")
 	}
 	if err := c.value(0); err != nil {
 		return dst, err
 	}
 	c.p.skipSpace()
 	if c.p.i < len(doc) {
-		return dst, c.syntax("data after the JSON object")
+		return dst, c.syntax("data after the JSON value")
 	}
 	return c.out, nil
 }

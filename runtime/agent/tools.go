@@ -1,12 +1,12 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
@@ -95,9 +95,17 @@ func (t *turnRun) recordResult(step int, callID string, out toolOutcome, callSeq
 // pre-execute listener may deny the call, with a reason the model sees,
 // and nothing else; a failing listener on either side makes the call's
 // result an error result.
+//
+// The arguments are read once, here, into their canonical form
+// (CanonicalArguments): the listeners and the tool get the same bytes, and
+// arguments that have none are an error result that no listener sees.
 func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]bool) toolOutcome {
 	a := t.a
-	orig := ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	args, err := CanonicalArguments(call.Arguments)
+	if err != nil {
+		return errorResult(ToolArgsErrorName, CodeInvalidArguments, "invalid arguments: %v", err)
+	}
+	orig := ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID, Name: call.Name, Arguments: string(args)}
 	ex := orig
 	v, err := a.bus.Waterfall(ctx, events.EventToolPreExecute, &ex)
 	var got *ToolExecution
@@ -124,7 +132,7 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 	case got.Ask != "" && !t.askPermission(ctx, facts, step, orig, got.Ask):
 		out = errorResult("", "", "%s", got.Ask)
 	default:
-		out = t.invoke(ctx, facts, call.Name, call.Arguments, known)
+		out = t.invoke(ctx, facts, call.Name, args, known)
 	}
 
 	if t.ctx.Err() != nil {
@@ -173,14 +181,11 @@ func listenerFailure(event string, err error) toolOutcome {
 	return errorResult("", "", "%s: %v", event, err)
 }
 
-// invoke checks a call and runs it. Every failure is an error result.
-func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, arguments string, known map[string]bool) toolOutcome {
+// invoke runs a call, its arguments canonical. Every failure is an error
+// result.
+func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte, known map[string]bool) toolOutcome {
 	if !known[name] {
 		return errorResult(ToolNotFoundName, CodeUnknownTool, "unknown tool %q", name)
-	}
-	args, err := callArguments(arguments)
-	if err != nil {
-		return errorResult(ToolArgsErrorName, CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	r, err := callTool(ctx, t.a.tools, facts, name, args)
 	if err != nil {
@@ -192,21 +197,23 @@ func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, ar
 	return toolOutcome{Result: r}
 }
 
-// callArguments checks the model's argument text. Nothing at all, which
-// models send for a call without parameters, is {}. Any JSON value goes
-// to the tool as it is: one that is not an object is the tool's to
-// refuse, as it knows its own schema. Text that is not JSON is refused.
-func callArguments(s string) ([]byte, error) {
-	b := bytes.TrimSpace([]byte(s))
-	if len(b) == 0 {
+// CanonicalArguments is the canonical form of a tool call's argument
+// text, the one the tools/pre-execute and tools/post-execute listeners
+// see and the tool runs with (jsonobj.Canonical: one JSON object, no two
+// keys equal or equal but for case in any object, finite numbers, nested
+// at most jsonobj.CanonicalMaxDepth deep, written compactly with every
+// string quoted one way). Nothing at all, which models send for a call
+// without parameters, is {}. Text it refuses is an error naming what and
+// where, the model's to correct.
+func CanonicalArguments(s string) ([]byte, error) {
+	if strings.Trim(s, " \t\r\n") == "" {
 		return []byte("{}"), nil
 	}
-	if !json.Valid(b) {
-		var v any
-		err := json.Unmarshal(b, &v)
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+	b, err := jsonobj.Canonical(nil, []byte(s))
+	if errors.Is(err, jsonobj.ErrSyntax) {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	return b, nil
+	return b, err
 }
 
 // callTool runs the tool runner, turning a panic in it into an error: a
