@@ -124,7 +124,6 @@ func mustMarshal(v any) string {
 	return string(b)
 }
 
-
 // show is what a listener or tool saw, or "nothing".
 func show(p *string) string {
 	if p == nil {
