@@ -74,6 +74,7 @@
 // handles it in that agent's instance.
 //
 //	event                   mode       payload
+//	agent/open              plain      *AgentEvent (a failing listener fails New)
 //	agent/start, agent/end  contained  *AgentEvent
 //	turn/start, turn/end    contained  *TurnEvent
 //	agent/pre-step          serial     *PreStep
