@@ -89,7 +89,8 @@
 // # Failures
 //
 // A tool call that fails in any way (the tool reports an error, the
-// arguments are not JSON, the model named a tool it was not given, the
+// arguments are not JSON or not canonical (CanonicalArguments: then no
+// listener sees the call), the model named a tool it was not given, the
 // plugin trapped or ran out of budget, a tools/pre-execute or
 // tools/post-execute listener failed) is an error tool result, "Error: "
 // and the message as the reference writes it, that goes back to the
