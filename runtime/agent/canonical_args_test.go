@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -30,7 +31,12 @@ func argsSeen(t *testing.T, args string) (pre, post, tool *string, res session.T
 		post = &s
 		mu.Unlock()
 	})
-	f := newFixture(t, Options{Bus: bus, Provider: scripted(t,
+	reg := newRegistry(t, testPersona)
+	if _, err := reg.RegisterTool(prompt.Tool{Name: "echo", Description: "echo a command",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Options{Bus: bus, Registry: reg, Provider: scripted(t,
 		step(1, 1, callAnswer(call{"c", "echo", args})), step(1, 2, textAnswer("ok")))})
 	f.prompt(t, "go")
 	for _, c := range f.tools.called() {
@@ -45,12 +51,15 @@ func argsSeen(t *testing.T, args string) (pre, post, tool *string, res session.T
 }
 
 // TestHooksSeeTheToolsArguments: the two argument tricks. A key that
-// differs from the tool's only in case, and a number encoding/json cannot
-// hold, are refused before any listener or the tool sees them.
+// differs from another only in case, and a number encoding/json cannot
+// hold, are refused before any listener or the tool sees them; so is a
+// key that is the tool's parameter in another case.
 func TestHooksSeeTheToolsArguments(t *testing.T) {
 	for _, args := range []string{
 		`{"command":"rm -rf /","Command":"echo harmless"}`,
 		`{"command":"rm -rf /","pad":1e400}`,
+		`{"COMMAND":"rm -rf /"}`,
+		`{"commanD":"rm -rf /","other":1}`,
 	} {
 		pre, post, tool, res := argsSeen(t, args)
 		if pre != nil || post != nil || tool != nil {
@@ -72,7 +81,8 @@ func TestHooksSeeTheToolsArguments(t *testing.T) {
 // and tools/post-execute listeners see exactly the bytes the tool gets, or
 // nothing runs and the model gets INVALID_ARGS; and a hook program that
 // reads those bytes with encoding/json (case-insensitive field matching)
-// reads the "command" a tool reading them with jsonobj reads.
+// reads the "command" a tool reading them with jsonobj reads, or none
+// when the tool has none (the tool's schema names "command").
 func FuzzHooksSeeWhatToolsGet(f *testing.F) {
 	for _, s := range []string{
 		``, `{}`, `{"command":"ls"}`, `{"command":"x","Command":"y"}`, `{"command":"x","pad":1e400}`,
@@ -85,6 +95,9 @@ func FuzzHooksSeeWhatToolsGet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, args string) {
 		pre, post, tool, res := argsSeen(t, args)
 		canon, err := CanonicalArguments(args)
+		if err == nil {
+			err = checkSpelling(json.RawMessage(`{"properties":{"command":{}}}`), canon)
+		}
 		if err != nil {
 			if pre != nil || post != nil || tool != nil || res.Error == nil || res.Error.Code != CodeInvalidArguments {
 				t.Fatalf("%q refused (%v), yet pre %s post %s tool %s result %+v", args, err, show(pre), show(post), show(tool), res)
@@ -104,15 +117,11 @@ func FuzzHooksSeeWhatToolsGet(f *testing.F) {
 		if err := json.Unmarshal(canon, &hook); err != nil {
 			t.Fatalf("encoding/json refuses %s: %v", canon, err)
 		}
-		v, ok := o.Lookup("command")
-		if !ok {
-			// The tool, reading exactly, has no command; a hook folding
-			// case may read a "COMMAND" the tool ignores, which makes the
-			// tool do less, never more.
-			return
-		}
+		v, _ := o.Lookup("command")
 		var toolCmd any
-		_ = json.Unmarshal(v.Raw(), &toolCmd)
+		if v.Kind() != jsonobj.Invalid {
+			_ = json.Unmarshal(v.Raw(), &toolCmd)
+		}
 		if hb := mustMarshal(hook.Command); hb != mustMarshal(toolCmd) {
 			t.Fatalf("%s: a hook reads command %s, the tool %s", canon, hb, mustMarshal(toolCmd))
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,9 +59,9 @@ func errorResult(name, code, format string, args ...any) toolOutcome {
 // and the calls after it record nothing, as in the reference harness
 // (agent-loop/src/loop.ts, runStep).
 func (t *turnRun) runCalls(ctx context.Context, facts *prompt.AgentFacts, step int, calls []model.Part, tools []prompt.Tool) *ending {
-	known := make(map[string]bool, len(tools))
+	known := make(map[string]prompt.Tool, len(tools))
 	for _, tl := range tools {
-		known[tl.Name] = true
+		known[tl.Name] = tl
 	}
 	for _, call := range calls {
 		if t.ctx.Err() != nil {
@@ -99,9 +100,14 @@ func (t *turnRun) recordResult(step int, callID string, out toolOutcome, callSeq
 // The arguments are read once, here, into their canonical form
 // (CanonicalArguments): the listeners and the tool get the same bytes, and
 // arguments that have none are an error result that no listener sees.
-func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]bool) toolOutcome {
+func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]prompt.Tool) toolOutcome {
 	a := t.a
 	args, err := CanonicalArguments(call.Arguments)
+	if err == nil {
+		if tl, ok := known[call.Name]; ok {
+			err = checkSpelling(tl.Parameters, args)
+		}
+	}
 	if err != nil {
 		return errorResult(ToolArgsErrorName, CodeInvalidArguments, "invalid arguments: %v", err)
 	}
@@ -183,8 +189,8 @@ func listenerFailure(event string, err error) toolOutcome {
 
 // invoke runs a call, its arguments canonical. Every failure is an error
 // result.
-func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte, known map[string]bool) toolOutcome {
-	if !known[name] {
+func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte, known map[string]prompt.Tool) toolOutcome {
+	if _, ok := known[name]; !ok {
 		return errorResult(ToolNotFoundName, CodeUnknownTool, "unknown tool %q", name)
 	}
 	r, err := callTool(ctx, t.a.tools, facts, name, args)
@@ -214,6 +220,35 @@ func CanonicalArguments(s string) ([]byte, error) {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	return b, err
+}
+
+// checkSpelling refuses a top-level argument whose key is one of the
+// tool's parameters (the properties of its schema) in another case:
+// {"COMMAND": ...} for a "command" parameter. A tool reading keys exactly
+// would not see it, one reading them as encoding/json does (a native Go
+// tool) would, and so might a hook or not: the same call, read two ways.
+// Keys the schema does not name are the tool's to judge.
+func checkSpelling(schema json.RawMessage, args []byte) error {
+	var o, s, props jsonobj.Obj
+	if o.Parse(args) != nil || s.Parse(schema) != nil {
+		return nil
+	}
+	v, ok := s.Lookup("properties")
+	if !ok || v.Kind() != jsonobj.Object || props.Parse(v.Raw()) != nil {
+		return nil
+	}
+	for i := 0; i < o.Len(); i++ {
+		k := string(o.Key(nil, i))
+		if _, exact := props.Lookup(k); exact {
+			continue
+		}
+		for j := 0; j < props.Len(); j++ {
+			if p := string(props.Key(nil, j)); strings.EqualFold(k, p) {
+				return fmt.Errorf("%w: key %q is the tool's parameter %q in another case", jsonobj.ErrNotCanonical, k, p)
+			}
+		}
+	}
+	return nil
 }
 
 // callTool runs the tool runner, turning a panic in it into an error: a
