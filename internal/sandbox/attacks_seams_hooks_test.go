@@ -209,6 +209,18 @@ func hooksAttacks() []hostileAttack {
 			e.wantRefused(results(e, evs), 3, "fold1", "differ only in case")
 			return "refused: keys equal under Unicode case folding, at any depth, are INVALID_ARGS before any hook or tool"
 		}},
+		{name: "seams-hooks-parameter-case", run: func(e *env) string {
+			// One key, the tool's parameter in another case: a reader
+			// matching keys as encoding/json does takes it for the
+			// command, an exact one sees none.
+			run := hookRun{e: e, bridge: "hooks-codex", cfg: fmt.Sprintf(`{"config_path":%q}`, e.writeHooks("abs-case.json", hookFileBody(denyMarker("case1"))))}
+			evs, err := run.session(`{"Command":"touch case1"}`, `{"COMMAND":"touch case1","description":"x"}`)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			e.wantRefused(results(e, evs), 2, "case1", "the tool's parameter \"command\" in another case")
+			return "refused: a key that is one of the tool's parameters in another case is INVALID_ARGS before any hook or tool"
+		}},
 		{name: "seams-hooks-duplicate-key", run: func(e *env) string {
 			// Readers differ on which of two equal keys wins; the Codex
 			// bridge showed its hook one command and bash ran the other.
