@@ -20,7 +20,8 @@ import (
 )
 
 // scriptedArgs is a model that calls tool with each argument text in turn,
-// as it is, then answers "done".
+// as it is, then answers "done"; an argument text "<done>" answers "done"
+// in its turn instead (ending that prompt's turn).
 func scriptedArgs(tool string, args ...string) model.Provider {
 	var mu sync.Mutex
 	n := 0
@@ -35,7 +36,7 @@ func scriptedArgs(tool string, args ...string) model.Provider {
 			{Type: model.ChunkBlockEnd, Index: 0},
 			{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
 		}
-		if i < len(args) {
+		if i < len(args) && args[i] != "<done>" {
 			chunks = []model.Chunk{
 				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
 				{Type: model.ChunkToolCallDelta, Index: 0, ID: fmt.Sprintf("call_%d", i+1), Name: tool, ArgumentsDelta: args[i]},
@@ -262,4 +263,40 @@ func TestHookBadGroupSkipped(t *testing.T) {
 func mustJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestHookFileKeptForTheSession: the session's hook file as read at its
+// open stays its policy for the whole session, also in a new instance of
+// the bridge (the agent's first one ended), whatever was written over the
+// file since.
+func TestHookFileKeptForTheSession(t *testing.T) {
+	seed, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed, "hooks.json"), []byte(`{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":`+mustJSON(denyTouch)+`}]}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newHookRig(t, "hooks-claude", `{"config_path":"hooks.json"}`, hookGrants("", config.ExecGrant{}),
+		scriptedArgs("bash", `{"command":"touch pwned"}`, "<done>", `{"command":"touch pwned"}`), seed, agent.Options{})
+	r.prompt(t, "go")
+	if rs := toolResults(t, r.sess); len(rs) != 1 || rs[0].Content.Text() != "Error: no pwning" {
+		t.Fatalf("first turn's results %+v", rs)
+	}
+	if err := os.WriteFile(filepath.Join(r.ws, "hooks.json"), []byte(`{"hooks":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := r.h.Plugin("hooks-claude").Instances()
+	r.h.EndAgent(bg, r.a.Facts().ID) // the bridge's instance for the agent goes
+	if after := r.h.Plugin("hooks-claude").Instances(); after >= before {
+		t.Fatalf("instances %d before EndAgent, %d after: none ended", before, after)
+	}
+	r.prompt(t, "again")
+	rs := toolResults(t, r.sess)
+	if len(rs) != 2 || rs[1].Content.Text() != "Error: no pwning" {
+		t.Fatalf("results %+v, want the second call denied by the policy read at the open", rs)
+	}
+	if _, err := os.Stat(filepath.Join(r.ws, "pwned")); err == nil {
+		t.Fatal("bash ran the command the session's policy denies")
+	}
 }

@@ -27,6 +27,7 @@ import (
 // hookRig is an agent with tool-bash and one hook bridge loaded.
 type hookRig struct {
 	a    *agent.Agent
+	h    *plugin.Host
 	sess *session.Session
 	ws   string
 	logs *bytes.Buffer
@@ -120,7 +121,7 @@ func openHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.P
 	opts.Session, opts.Provider, opts.Registry, opts.Tools = sess, prov, reg, h
 	opts.Model, opts.Logger = "deepseek-v4-flash", discardLogger()
 	opts.Bus = h.Bus()
-	r := &hookRig{sess: sess, ws: ws, logs: &logs.Buffer}
+	r := &hookRig{h: h, sess: sess, ws: ws, logs: &logs.Buffer}
 	a, err := agent.New(bg, opts)
 	if err != nil {
 		return r, err
