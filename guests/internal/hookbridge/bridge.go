@@ -229,8 +229,13 @@ func openSession(ctx guest.Context, _ []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := guest.StateSet(hookFileKey, hf); err != nil {
-		return fmt.Errorf("hooks-%s: keeping the hook file %s for the session: %w", dialect.Name, hf.File, err)
+	// Kept as host state, which the session records: a resumed session
+	// whose file is unchanged records nothing new.
+	var prev hookFile
+	if found, err := guest.StateGet(hookFileKey, &prev); err != nil || !found || prev != hf {
+		if err := guest.StateSet(hookFileKey, hf); err != nil {
+			return fmt.Errorf("hooks-%s: keeping the hook file %s for the session: %w", dialect.Name, hf.File, err)
+		}
 	}
 	sessionCfg = cfg
 	return nil
