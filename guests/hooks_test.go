@@ -27,6 +27,7 @@ import (
 // hookRig is an agent with tool-bash and one hook bridge loaded.
 type hookRig struct {
 	a    *agent.Agent
+	h    *plugin.Host
 	sess *session.Session
 	ws   string
 	logs *bytes.Buffer
@@ -61,6 +62,18 @@ func hookGrants(confDir string, exec config.ExecGrant) config.Grants {
 // and grants g) and makes an agent over prov in a fresh workspace, seeded
 // from seed when it is not empty.
 func newHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.Provider, seed string, opts agent.Options) *hookRig {
+	t.Helper()
+	r, err := openHookRig(t, bridge, cfg, g, prov, seed, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// openHookRig is newHookRig, returning the error of the agent's open
+// (agent.New) instead of failing the test on it; the rig then has no
+// agent.
+func openHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.Provider, seed string, opts agent.Options) (*hookRig, error) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -108,12 +121,14 @@ func newHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.Pr
 	opts.Session, opts.Provider, opts.Registry, opts.Tools = sess, prov, reg, h
 	opts.Model, opts.Logger = "deepseek-v4-flash", discardLogger()
 	opts.Bus = h.Bus()
+	r := &hookRig{h: h, sess: sess, ws: ws, logs: &logs.Buffer}
 	a, err := agent.New(bg, opts)
 	if err != nil {
-		t.Fatal(err)
+		return r, err
 	}
 	t.Cleanup(func() { a.Close(bg) })
-	return &hookRig{a: a, sess: sess, ws: ws, logs: &logs.Buffer}
+	r.a = a
+	return r, nil
 }
 
 func (r *hookRig) prompt(t *testing.T, text string) agent.TurnResult {
@@ -391,33 +406,6 @@ func TestHookHugeOutputIsCapped(t *testing.T) {
 	}
 }
 
-// TestHookMalformedConfig: a malformed hook file is a clear error naming
-// the file and line, in the log; the plugin registers nothing and turns
-// run as without hooks.
-func TestHookMalformedConfig(t *testing.T) {
-	for _, c := range []struct{ name, body, want string }{
-		{"syntax", "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\"matcher\": \"bash\",, }\n    ]\n  }\n}\n", ":4: invalid JSON"},
-		{"regex", "{\"hooks\": {\n\"PreToolUse\": [\n{\"matcher\": \"ba(sh\", \"hooks\": [{\"type\": \"command\", \"command\": \"exit 2\"}]}\n]}}\n", ":3: PreToolUse[0].matcher: invalid regular expression"},
-		{"command", "{\"hooks\": {\"Stop\": [{\"hooks\": [\n{\"type\": \"command\", \"command\": 7}]}]}}\n", ":2: Stop[0].hooks[0].command must be a non-empty string"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir, file := writeHooks(t, "codex-hooks.json", c.body)
-			r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
-			if !strings.Contains(r.logs.String(), file+c.want) {
-				t.Errorf("log does not name %s%s:\n%s", file, c.want, r.logs.String())
-			}
-			res := r.prompt(t, "go")
-			rs := toolResults(t, r.sess)
-			if res.End.Kind != session.EndCompleted || len(rs) != 1 || rs[0].IsError {
-				t.Fatalf("the turn did not run as without hooks: %+v %+v", res.End, rs)
-			}
-			if n := len(eventsOf(t, r.sess, session.TypeHookInvoked)); n != 0 {
-				t.Errorf("%d hooks ran from a malformed file", n)
-			}
-		})
-	}
-}
-
 // TestHookNoConfig: with no hook file the bridge subscribes to nothing.
 func TestHookNoConfig(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -479,37 +467,6 @@ func TestHookAskAllowed(t *testing.T) {
 	}
 	if len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content.Text(), "RAN") {
 		t.Fatalf("an allowed call did not run: %+v", rs)
-	}
-}
-
-// TestHookReadFromWorkspace: with the opt-in, each session's own hook
-// file (in its working directory) is the policy; without it, a hook file
-// in the workspace is ignored.
-func TestHookReadFromWorkspace(t *testing.T) {
-	seed, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := `{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":"echo from the workspace >&2; exit 2"}]}]}}`
-	if err := os.WriteFile(filepath.Join(seed, "hooks.json"), []byte(hooks), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		cfg    string
-		denied bool
-	}{
-		{`{"config_path":"hooks.json","read_from_workspace":true}`, true},
-		{`{"config_path":"hooks.json"}`, false},
-	} {
-		r := newHookRig(t, "hooks-claude", c.cfg, hookGrants("", config.ExecGrant{}), scripted("echo RAN"), seed, agent.Options{})
-		r.prompt(t, "go")
-		rs := toolResults(t, r.sess)
-		if len(rs) != 1 || rs[0].IsError != c.denied {
-			t.Fatalf("%s: results %+v", c.cfg, rs)
-		}
-		if c.denied && rs[0].Content.Text() != "Error: from the workspace" {
-			t.Errorf("%s: result %q", c.cfg, rs[0].Content.Text())
-		}
 	}
 }
 

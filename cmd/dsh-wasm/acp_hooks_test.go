@@ -15,9 +15,10 @@ import (
 
 // hookDeployment is the deployment the hook scenarios run under: the
 // coding agent's bash, and the scenario's hook bridge reading
-// ./hooks.json or ./codex-hooks.json from the directory the process
-// starts in (PWD granted, the directory granted read-only), as the
-// reference reads it. Hook commands and bash run in the exec sandbox.
+// ./hooks.json or ./codex-hooks.json from the session's working
+// directory when the session opens (the seeded workspace, where the
+// process also starts, as the reference reads it). Hook commands and bash
+// run in the exec sandbox.
 func hookDeployment(bridge, file, startDir string) string {
 	return fmt.Sprintf(`model: deepseek-v4-flash
 persona: You are a coding agent. The working directory is {{cwd}}.
@@ -31,7 +32,6 @@ plugins:
       config_path: ./%s
     grants:
       fs: [{path: workspace, mode: rw}, {path: %q, mode: ro}]
-      env: [PWD]
       exec: {allowed: true, sandbox: true, timeout: 1m, max_timeout: 10m}
       session_events: [hook/invoked, hook/result]
       events: [agent/prompt-submit, tools/pre-execute, tools/post-execute, agent/turn-stopping]

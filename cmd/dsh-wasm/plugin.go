@@ -105,9 +105,10 @@ a dsh:host/v1 module, failing init); 2 usage.`,
   dsh-wasm plugin inspect --config examples/coding-agent/dsh.yml tool-bash`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Errors a plugin logs while it loads (a malformed hook
-			// file, say) are always shown; -v shows the rest.
-			logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelError}))
+			// Warnings and errors a plugin logs while it loads (a hook
+			// file's skipped group, say) are always shown; -v shows the
+			// rest.
+			logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			if verbose {
 				logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}

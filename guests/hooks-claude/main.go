@@ -8,14 +8,13 @@
 // through the exec grant, with the JSON Claude Code sends on stdin. See
 // docs/HOOKS.md.
 //
-// Config: config_path (the hook file), read_from_workspace,
+// Config: config_path (the hook file: absolute, read at load; relative,
+// read in each session's working directory when it opens),
 // default_timeout_ms (60000), stderr_summary_max_chars (500),
 // max_text_chars (10000).
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/dsh-wasm/dsh-wasm/guests/internal/hookbridge"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 )
@@ -39,15 +38,20 @@ func (claude) TrailingNewline() bool          { return true }
 
 // Build is Claude Code's hook input: session_id, transcript_path, cwd,
 // hook_event_name, and per event prompt, tool_name/tool_input/
-// tool_response or stop_hook_active.
-func (claude) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, _ *hookbridge.Settings) map[string]any {
+// tool_response or stop_hook_active. tool_input is the loop's canonical
+// arguments, byte for byte.
+func (claude) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, _ *hookbridge.Settings) (map[string]any, error) {
 	m := map[string]any{"session_id": f.SessionID, "transcript_path": "", "cwd": f.Cwd, "hook_event_name": point}
 	switch point {
 	case hookbridge.PointUserPromptSubmit:
 		m["prompt"] = ev.Prompt
 	case hookbridge.PointPreToolUse, hookbridge.PointPostToolUse:
 		m["tool_name"] = ev.Name
-		m["tool_input"] = toolInput(ev.Arguments)
+		in, err := hookbridge.ToolInput(ev.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		m["tool_input"] = in
 		m["tool_use_id"] = ev.CallID
 		if point == hookbridge.PointPostToolUse && ev.Result != nil {
 			m["tool_response"] = map[string]any{"output": ev.Result.Text, "is_error": ev.Result.IsError}
@@ -56,15 +60,5 @@ func (claude) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, _
 		m["stop_hook_active"] = false
 		m["last_assistant_message"] = ev.Text
 	}
-	return m
-}
-
-// toolInput is the call's arguments as a JSON value ({} when they are
-// not JSON).
-func toolInput(args string) any {
-	var v any
-	if json.Unmarshal([]byte(args), &v) != nil || v == nil {
-		return map[string]any{}
-	}
-	return v
+	return m, nil
 }

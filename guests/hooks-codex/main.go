@@ -8,13 +8,13 @@
 // hook points through the exec grant, with Codex's snake_case JSON on
 // stdin. See docs/HOOKS.md.
 //
-// Config: config_path (the hook file), read_from_workspace, model (put in
+// Config: config_path (the hook file: absolute, read at load; relative,
+// read in each session's working directory when it opens), model (put in
 // every payload), default_timeout_ms (60000), stderr_summary_max_chars
 // (500), max_text_chars (10000).
 package main
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/dsh-wasm/dsh-wasm/guests/internal/hookbridge"
@@ -40,8 +40,9 @@ func (codex) TrailingNewline() bool          { return false }
 // Build is Codex's hook input: session_id, transcript_path, cwd,
 // hook_event_name, model, permission_mode, turn_id, and per event prompt,
 // tool_name/tool_input{command}/tool_use_id/tool_response or
-// stop_hook_active/last_assistant_message.
-func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s *hookbridge.Settings) map[string]any {
+// stop_hook_active/last_assistant_message. command is the canonical
+// arguments' "command" member, byte for byte (hookbridge.CommandInput).
+func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s *hookbridge.Settings) (map[string]any, error) {
 	model := s.Model
 	if model == "" {
 		model = f.Model
@@ -53,7 +54,11 @@ func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s 
 		m["prompt"] = ev.Prompt
 	case hookbridge.PointPreToolUse, hookbridge.PointPostToolUse:
 		m["tool_name"] = ev.Name
-		m["tool_input"] = map[string]any{"command": commandOf(ev.Arguments)}
+		in, err := hookbridge.CommandInput(ev.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		m["tool_input"] = in
 		m["tool_use_id"] = ev.CallID
 		if point == hookbridge.PointPostToolUse && ev.Result != nil {
 			m["tool_response"] = ev.Result.Text
@@ -62,14 +67,5 @@ func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s 
 		m["stop_hook_active"] = false
 		m["last_assistant_message"] = ev.Text
 	}
-	return m
-}
-
-// commandOf is the call's "command" argument, or "".
-func commandOf(args string) string {
-	var v struct {
-		Command string `json:"command"`
-	}
-	_ = json.Unmarshal([]byte(args), &v)
-	return v.Command
+	return m, nil
 }

@@ -12,6 +12,11 @@
 // insensitively; when a key appears twice, Lookup finds the last one, as
 // Unmarshal keeps the last. Invalid UTF-8 inside strings is accepted and
 // replaced with U+FFFD when the string is decoded, as encoding/json does.
+//
+// Canonical writes the one form of a document that every reader takes the
+// same way (no key twice, or twice but for case; numbers a float64 holds;
+// shallow nesting; one spelling per string): the host gives it, for a tool
+// call's arguments, to the hooks and the tool alike.
 package jsonobj
 
 import (

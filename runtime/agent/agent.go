@@ -148,7 +148,8 @@ type Agent struct {
 	closed        bool
 }
 
-// New returns an agent on opts.Session and emits agent/start. Turns
+// New returns an agent on opts.Session and emits agent/open, whose
+// failing listener fails New (ErrListener), then agent/start. Turns
 // continue the session's numbering, so an agent on a resumed session picks
 // up after its last turn.
 func New(ctx context.Context, opts Options) (*Agent, error) {
@@ -227,6 +228,13 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("agent: new: restore plugin state: %w", err)
 		}
 		a.state = opts.State
+	}
+	// agent/open: a listener that cannot set the agent up refuses it.
+	// What its instances hold for this agent is let go.
+	octx := prompt.WithAgent(ctx, &a.facts)
+	if err := a.bus.Emit(octx, events.EventAgentOpen, &AgentEvent{Agent: a.facts}); err != nil {
+		a.tools.EndAgent(context.WithoutCancel(ctx), a.facts.ID)
+		return nil, fmt.Errorf("agent: new: %w: %w", ErrListener, err)
 	}
 	a.emitContained(ctx, events.EventAgentStart, &AgentEvent{Agent: a.facts})
 	return a, nil

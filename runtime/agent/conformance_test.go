@@ -83,8 +83,10 @@ func (r *recordedTools) CallTool(_ context.Context, _ *prompt.AgentFacts, name s
 	}
 	c := r.calls[r.next]
 	r.next++
-	if c.Name != name || c.Arguments != string(args) {
-		r.t.Errorf("tool call %d = %s %s, recorded %s %s", r.next, name, args, c.Name, c.Arguments)
+	// The tool gets the canonical form of what the model sent.
+	want, err := CanonicalArguments(c.Arguments)
+	if c.Name != name || err != nil || string(want) != string(args) {
+		r.t.Errorf("tool call %d = %s %s, recorded %s %s (canonical %s, %v)", r.next, name, args, c.Name, c.Arguments, want, err)
 	}
 	res, ok := r.results[c.CallID]
 	if !ok {

@@ -74,6 +74,7 @@
 // handles it in that agent's instance.
 //
 //	event                   mode       payload
+//	agent/open              plain      *AgentEvent (a failing listener fails New)
 //	agent/start, agent/end  contained  *AgentEvent
 //	turn/start, turn/end    contained  *TurnEvent
 //	agent/pre-step          serial     *PreStep
@@ -88,7 +89,8 @@
 // # Failures
 //
 // A tool call that fails in any way (the tool reports an error, the
-// arguments are not JSON, the model named a tool it was not given, the
+// arguments are not JSON or not canonical (CanonicalArguments: then no
+// listener sees the call), the model named a tool it was not given, the
 // plugin trapped or ran out of budget, a tools/pre-execute or
 // tools/post-execute listener failed) is an error tool result, "Error: "
 // and the message as the reference writes it, that goes back to the

@@ -1,12 +1,13 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
@@ -58,9 +59,9 @@ func errorResult(name, code, format string, args ...any) toolOutcome {
 // and the calls after it record nothing, as in the reference harness
 // (agent-loop/src/loop.ts, runStep).
 func (t *turnRun) runCalls(ctx context.Context, facts *prompt.AgentFacts, step int, calls []model.Part, tools []prompt.Tool) *ending {
-	known := make(map[string]bool, len(tools))
+	known := make(map[string]prompt.Tool, len(tools))
 	for _, tl := range tools {
-		known[tl.Name] = true
+		known[tl.Name] = tl
 	}
 	for _, call := range calls {
 		if t.ctx.Err() != nil {
@@ -95,9 +96,22 @@ func (t *turnRun) recordResult(step int, callID string, out toolOutcome, callSeq
 // pre-execute listener may deny the call, with a reason the model sees,
 // and nothing else; a failing listener on either side makes the call's
 // result an error result.
-func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]bool) toolOutcome {
+//
+// The arguments are read once, here, into their canonical form
+// (CanonicalArguments): the listeners and the tool get the same bytes, and
+// arguments that have none are an error result that no listener sees.
+func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step int, call model.Part, known map[string]prompt.Tool) toolOutcome {
 	a := t.a
-	orig := ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	args, err := CanonicalArguments(call.Arguments)
+	if err == nil {
+		if tl, ok := known[call.Name]; ok {
+			err = checkSpelling(tl.Parameters, args)
+		}
+	}
+	if err != nil {
+		return errorResult(ToolArgsErrorName, CodeInvalidArguments, "invalid arguments: %v", err)
+	}
+	orig := ToolExecution{Agent: *facts, Turn: t.turn, Step: step, CallID: call.ID, Name: call.Name, Arguments: string(args)}
 	ex := orig
 	v, err := a.bus.Waterfall(ctx, events.EventToolPreExecute, &ex)
 	var got *ToolExecution
@@ -124,7 +138,7 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 	case got.Ask != "" && !t.askPermission(ctx, facts, step, orig, got.Ask):
 		out = errorResult("", "", "%s", got.Ask)
 	default:
-		out = t.invoke(ctx, facts, call.Name, call.Arguments, known)
+		out = t.invoke(ctx, facts, call.Name, args, known)
 	}
 
 	if t.ctx.Err() != nil {
@@ -173,14 +187,11 @@ func listenerFailure(event string, err error) toolOutcome {
 	return errorResult("", "", "%s: %v", event, err)
 }
 
-// invoke checks a call and runs it. Every failure is an error result.
-func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, arguments string, known map[string]bool) toolOutcome {
-	if !known[name] {
+// invoke runs a call, its arguments canonical. Every failure is an error
+// result.
+func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name string, args []byte, known map[string]prompt.Tool) toolOutcome {
+	if _, ok := known[name]; !ok {
 		return errorResult(ToolNotFoundName, CodeUnknownTool, "unknown tool %q", name)
-	}
-	args, err := callArguments(arguments)
-	if err != nil {
-		return errorResult(ToolArgsErrorName, CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	r, err := callTool(ctx, t.a.tools, facts, name, args)
 	if err != nil {
@@ -192,21 +203,52 @@ func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name, ar
 	return toolOutcome{Result: r}
 }
 
-// callArguments checks the model's argument text. Nothing at all, which
-// models send for a call without parameters, is {}. Any JSON value goes
-// to the tool as it is: one that is not an object is the tool's to
-// refuse, as it knows its own schema. Text that is not JSON is refused.
-func callArguments(s string) ([]byte, error) {
-	b := bytes.TrimSpace([]byte(s))
-	if len(b) == 0 {
+// CanonicalArguments is the canonical form of a tool call's argument
+// text, the one the tools/pre-execute and tools/post-execute listeners
+// see and the tool runs with (jsonobj.Canonical: one JSON object, no two
+// keys equal or equal but for case in any object, finite numbers, nested
+// at most jsonobj.CanonicalMaxDepth deep, written compactly with every
+// string quoted one way). Nothing at all, which models send for a call
+// without parameters, is {}. Text it refuses is an error naming what and
+// where, the model's to correct.
+func CanonicalArguments(s string) ([]byte, error) {
+	if strings.Trim(s, " \t\r\n") == "" {
 		return []byte("{}"), nil
 	}
-	if !json.Valid(b) {
-		var v any
-		err := json.Unmarshal(b, &v)
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+	b, err := jsonobj.Canonical(nil, []byte(s))
+	if errors.Is(err, jsonobj.ErrSyntax) {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	return b, nil
+	return b, err
+}
+
+// checkSpelling refuses a top-level argument whose key is one of the
+// tool's parameters (the properties of its schema) in another case:
+// {"COMMAND": ...} for a "command" parameter. A tool reading keys exactly
+// would not see it, one reading them as encoding/json does (a native Go
+// tool) would, and so might a hook or not: the same call, read two ways.
+// Keys the schema does not name are the tool's to judge.
+func checkSpelling(schema json.RawMessage, args []byte) error {
+	var o, s, props jsonobj.Obj
+	if o.Parse(args) != nil || s.Parse(schema) != nil {
+		return nil
+	}
+	v, ok := s.Lookup("properties")
+	if !ok || v.Kind() != jsonobj.Object || props.Parse(v.Raw()) != nil {
+		return nil
+	}
+	for i := 0; i < o.Len(); i++ {
+		k := string(o.Key(nil, i))
+		if _, exact := props.Lookup(k); exact {
+			continue
+		}
+		for j := 0; j < props.Len(); j++ {
+			if p := string(props.Key(nil, j)); strings.EqualFold(k, p) {
+				return fmt.Errorf("%w: key %q is the tool's parameter %q in another case", jsonobj.ErrNotCanonical, k, p)
+			}
+		}
+	}
+	return nil
 }
 
 // callTool runs the tool runner, turning a panic in it into an error: a

@@ -22,6 +22,9 @@
 //	subagent/provider-removed  contained  an unload must always complete; one
 //	                                      failing listener must not leave a later
 //	                                      one holding a stale provider
+//	agent/open                 plain      a listener that cannot set the agent up
+//	                                      (a hook file it cannot read) refuses the
+//	                                      session's open
 //	agent/pre-step             serial     compaction measures the assembled prompt
 //	                                      and may rewrite history; it must never
 //	                                      race itself

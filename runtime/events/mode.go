@@ -73,6 +73,12 @@ const (
 	// listener may ask for one more step with a reason (the hook point
 	// Stop). The reference harness's name.
 	EventTurnStopping = "agent/turn-stopping"
+	// EventAgentOpen (plain): an agent is opening on its session, before
+	// agent/start and before any turn; a listener that fails refuses the
+	// open (a plugin reads the session's own files here, such as a hook
+	// file in its working directory, and a file it cannot use must not
+	// leave the session running without its policy).
+	EventAgentOpen = "agent/open"
 	// EventAgentStart (contained): an agent started.
 	EventAgentStart = "agent/start"
 	// EventAgentEnd (contained): an agent ended.
@@ -101,6 +107,7 @@ var coreModes = map[string]Mode{
 	EventToolPostExecute: Waterfall,
 	EventPromptSubmit:    Waterfall,
 	EventTurnStopping:    Waterfall,
+	EventAgentOpen:       Plain,
 	EventAgentStart:      Contained,
 	EventAgentEnd:        Contained,
 	EventTurnStart:       Contained,

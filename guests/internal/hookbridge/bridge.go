@@ -17,16 +17,20 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns/guest"
 )
 
+// eventAgentOpen is the loop's event as an agent opens on its session
+// (runtime/events.EventAgentOpen): a failing listener refuses the open.
+const eventAgentOpen = "agent/open"
+
 // Settings is the bridge plugin's config (the operator's `config:`).
 type Settings struct {
-	// ConfigPath is the hook file. A relative path resolves against the
-	// directory the process started in (the plugin sees it through a
-	// granted PWD), or, with ReadFromWorkspace, against the session's
-	// working directory.
+	// ConfigPath is the hook file. An absolute path is the operator's,
+	// read at load; a relative one names a file in each session's working
+	// directory, read when the session opens (agent/open).
 	ConfigPath string `json:"config_path"`
-	// ReadFromWorkspace reads ConfigPath in each session's working
-	// directory instead of once at load. Risky: see docs/HOOKS.md.
-	ReadFromWorkspace bool `json:"read_from_workspace"`
+	// Obsolete: read_from_workspace is gone (a relative ConfigPath is
+	// always read in the session's working directory); setting it is an
+	// error that says so.
+	Obsolete *bool `json:"read_from_workspace"`
 	// DefaultTimeoutMs is a hook's timeout when it sets none.
 	DefaultTimeoutMs int64 `json:"default_timeout_ms"`
 	// SummaryChars caps hook/result's stderrSummary.
@@ -39,8 +43,9 @@ type Settings struct {
 
 // Payloads builds what a hook reads on stdin, per dialect.
 type Payloads interface {
-	// Build returns the stdin JSON object for point.
-	Build(point string, ev *Event, facts hostfns.CallContext, s *Settings) map[string]any
+	// Build returns the stdin JSON object for point; an error fails the
+	// hook point.
+	Build(point string, ev *Event, facts hostfns.CallContext, s *Settings) (map[string]any, error)
 	// PlainContext reports whether plain stdout of exit 0 is context at
 	// point.
 	PlainContext(point string) bool
@@ -65,12 +70,24 @@ type Event struct {
 }
 
 var (
-	dialect  Dialect
-	payloads Payloads
-	settings Settings
-	loaded   *Config            // the file read at load
-	perCwd   map[string]*Config // ReadFromWorkspace: per working directory
+	dialect    Dialect
+	payloads   Payloads
+	settings   Settings
+	loaded     *Config // an absolute ConfigPath: the file read at load
+	sessionCfg *Config // a relative ConfigPath: the file read at this agent's open
 )
+
+// hookFileKey is the host state key under which the bridge keeps the
+// session's hook file as read at its open, so that an instance made later
+// for the agent (after a trap, say) runs the same policy.
+const hookFileKey = "hook_file"
+
+// hookFile is a session's hook file as read at its open.
+type hookFile struct {
+	File    string `json:"file"`
+	Present bool   `json:"present"`
+	Data    string `json:"data,omitempty"`
+}
 
 // Run makes the plugin a hook bridge of dialect d.
 func Run(d Dialect, p Payloads) {
@@ -87,6 +104,9 @@ func setup(p *guest.Plugin) error {
 			return fmt.Errorf("hooks-%s config: %w", dialect.Name, err)
 		}
 	}
+	if settings.Obsolete != nil {
+		return fmt.Errorf("hooks-%s config: read_from_workspace is gone: a relative config_path is read in each session's working directory when the session opens, an absolute one at load (docs/HOOKS.md)", dialect.Name)
+	}
 	if settings.DefaultTimeoutMs < 1 || settings.SummaryChars < 1 || settings.MaxTextChars < 1 {
 		return fmt.Errorf("hooks-%s config: default_timeout_ms, stderr_summary_max_chars and max_text_chars must be positive", dialect.Name)
 	}
@@ -98,16 +118,22 @@ func setup(p *guest.Plugin) error {
 		return err
 	}
 	points := Points
-	if settings.ReadFromWorkspace {
-		perCwd = map[string]*Config{}
-	} else {
-		loaded = readConfig(settings.ConfigPath, p.Loading())
+	if path.IsAbs(settings.ConfigPath) {
+		// The operator's file: what it holds decides the points joined,
+		// and a file that exists but cannot be used fails the load.
+		cfg, err := readConfig(settings.ConfigPath, p.Loading())
+		if err != nil {
+			return err
+		}
+		loaded = cfg
 		points = nil
 		for _, pt := range Points {
 			if len(loaded.Points[pt]) > 0 {
 				points = append(points, pt)
 			}
 		}
+	} else if err := p.On(eventAgentOpen, openSession); err != nil {
+		return err
 	}
 	for _, pt := range points {
 		if err := p.Waterfall(eventOf(pt), handler(pt)); err != nil {
@@ -130,51 +156,114 @@ func eventOf(point string) string {
 	return "agent/turn-stopping"
 }
 
-// readConfig reads and parses the hook file. A missing file registers
-// nothing; a malformed one is logged, with its file and line, and
-// registers nothing: the agent runs as if there were no hooks. loud logs
-// (the load-time instance); an agent's instance reads quietly.
-func readConfig(file string, loud bool) *Config {
-	empty := &Config{Points: map[string][]Group{}}
-	data, err := os.ReadFile(file)
+// readFile reads a hook file: present false when there is none (a
+// directory the plugin is not granted reads as missing); an error when it
+// exists and cannot be read.
+func readFile(file string) (data []byte, present bool, err error) {
+	data, err = os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
 	if err != nil {
+		return nil, false, fmt.Errorf("hooks-%s: hook file %s: %w", dialect.Name, file, err)
+	}
+	return data, true, nil
+}
+
+// parseFile parses a hook file that was read; loud logs what it skips.
+func parseFile(file string, data []byte, present, loud bool) (*Config, error) {
+	if !present {
 		if loud {
-			if errors.Is(err, fs.ErrNotExist) {
-				guest.Log("info", fmt.Sprintf("hooks-%s: no hook file %s: no hooks registered (a directory the plugin is not granted reads as missing)", dialect.Name, file))
-			} else {
-				guest.Log("error", fmt.Sprintf("hooks-%s: %s: %v: no hooks registered", dialect.Name, file, err))
-			}
+			guest.Log("info", fmt.Sprintf("hooks-%s: no hook file %s: no hooks (a directory the plugin is not granted reads as missing)", dialect.Name, file))
 		}
-		return empty
+		return &Config{Points: map[string][]Group{}}, nil
 	}
 	cfg, err := Parse(data, file, dialect)
 	if err != nil {
-		guest.Log("error", fmt.Sprintf("hooks-%s: %v: no hooks registered", dialect.Name, err))
-		return empty
+		return nil, fmt.Errorf("hooks-%s: %w", dialect.Name, err)
 	}
 	if loud {
 		for _, s := range cfg.Skipped {
 			guest.Log("warn", fmt.Sprintf("hooks-%s: %s: skipping %s", dialect.Name, file, s))
 		}
+		for _, w := range cfg.Warnings {
+			guest.Log("warn", fmt.Sprintf("hooks-%s: %s", dialect.Name, w))
+		}
 	}
-	return cfg
+	return cfg, nil
 }
 
-// configFor is the hook config for a call in working directory cwd.
-func configFor(cwd string) *Config {
-	if perCwd == nil {
-		return loaded
+// readConfig reads and parses a hook file. A missing file is no hooks,
+// logged at info; one that exists but cannot be read or parsed is an
+// error naming it (and its line). loud logs (the load-time instance, a
+// session's open); an agent's instance reads quietly.
+func readConfig(file string, loud bool) (*Config, error) {
+	data, present, err := readFile(file)
+	if err != nil {
+		return nil, err
 	}
-	if c, ok := perCwd[cwd]; ok {
-		return c
+	return parseFile(file, data, present, loud)
+}
+
+// openSession reads the session's own hook file, <cwd>/<config_path>,
+// when the agent opens: before any turn, so a tool that writes the file
+// later changes nothing until the next open. What was read is kept on
+// the host for the session; a file that cannot be used fails the open.
+func openSession(ctx guest.Context, _ []byte) error {
+	facts, err := ctx.Facts()
+	if err != nil {
+		return err
 	}
-	file := settings.ConfigPath
-	if !path.IsAbs(file) {
-		file = path.Join(cwd, file)
+	hf := hookFile{}
+	if facts.Cwd == "" {
+		guest.Log("info", fmt.Sprintf("hooks-%s: the session has no working directory for %s: no hooks", dialect.Name, settings.ConfigPath))
+	} else {
+		hf.File = path.Join(facts.Cwd, settings.ConfigPath)
+		data, present, err := readFile(hf.File)
+		if err != nil {
+			return err
+		}
+		hf.Present, hf.Data = present, string(data)
 	}
-	c := readConfig(file, true)
-	perCwd[cwd] = c
-	return c
+	cfg, err := parseFile(hf.File, []byte(hf.Data), hf.Present, hf.File != "")
+	if err != nil {
+		return err
+	}
+	// Kept as host state, which the session records: a resumed session
+	// whose file is unchanged records nothing new.
+	var prev hookFile
+	if found, err := guest.StateGet(hookFileKey, &prev); err != nil || !found || prev != hf {
+		if err := guest.StateSet(hookFileKey, hf); err != nil {
+			return fmt.Errorf("hooks-%s: keeping the hook file %s for the session: %w", dialect.Name, hf.File, err)
+		}
+	}
+	sessionCfg = cfg
+	return nil
+}
+
+// configFor is the hook config of the calling session.
+func configFor() (*Config, error) {
+	if loaded != nil {
+		return loaded, nil
+	}
+	if sessionCfg != nil {
+		return sessionCfg, nil
+	}
+	// A new instance for an agent whose open an earlier one handled.
+	var hf hookFile
+	found, err := guest.StateGet(hookFileKey, &hf)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("hooks-%s: the session's hook file %s was not read when it opened (the bridge loaded after): open the session again", dialect.Name, settings.ConfigPath)
+	}
+	cfg, err := parseFile(hf.File, []byte(hf.Data), hf.Present, false)
+	if err != nil {
+		return nil, err
+	}
+	sessionCfg = cfg
+	return cfg, nil
 }
 
 func handler(point string) func(ctx guest.Context, payload []byte) ([]byte, error) {
@@ -191,15 +280,21 @@ func handler(point string) func(ctx guest.Context, payload []byte) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		cfg := configFor(facts.Cwd)
-		m := runPoint(cfg, point, &ev, facts)
+		cfg, err := configFor()
+		if err != nil {
+			return nil, err
+		}
+		m, err := runPoint(cfg, point, &ev, facts)
+		if err != nil {
+			return nil, err
+		}
 		return apply(doc, point, m)
 	}
 }
 
 // runPoint runs every hook of point whose matcher selects the event's
 // tool, recording hook/invoked and hook/result around each.
-func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) Merged {
+func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) (Merged, error) {
 	var outs []Output
 	var stdin []byte
 	for _, g := range cfg.Points[point] {
@@ -208,11 +303,13 @@ func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) M
 		}
 		for _, h := range g.Hooks {
 			if stdin == nil {
-				b, _ := json.Marshal(payloads.Build(point, ev, facts, &settings))
-				if payloads.TrailingNewline() {
-					b = append(b, '\n')
+				m, err := payloads.Build(point, ev, facts, &settings)
+				if err != nil {
+					return Merged{}, err
 				}
-				stdin = b
+				if stdin, err = Stdin(m, payloads.TrailingNewline()); err != nil {
+					return Merged{}, fmt.Errorf("hooks-%s: %s input: %w", dialect.Name, point, err)
+				}
 			}
 			id := handlerID(point)
 			inv := map[string]any{"turn": ev.Turn, "point": point, "dialect": dialect.Name, "handlerId": id}
@@ -232,7 +329,7 @@ func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) M
 			outs = append(outs, o)
 		}
 	}
-	return Merge(outs)
+	return Merge(outs), nil
 }
 
 // runHook runs one command through the exec grant, in the session's

@@ -55,6 +55,9 @@ type Config struct {
 	// Skipped names what the file holds that the bridge does not run
 	// (other events, hook types other than command), for the log.
 	Skipped []string
+	// Warnings name, with the file and line, each malformed matcher
+	// group that was skipped (Parse).
+	Warnings []string
 }
 
 // Empty reports whether the config runs nothing.
@@ -91,7 +94,16 @@ type rawGroup struct {
 
 // Parse reads a hook file of the dialect. A settings file whose "hooks"
 // key holds the map is accepted as well as the bare map. file names the
-// file in errors, which carry its line.
+// file in errors and warnings, which carry its line.
+//
+// What makes the file unusable is an error, and nothing of it applies:
+// it is not JSON, not an object, its "hooks" is not an object, or an
+// event's value is not a list. One malformed matcher group (not an
+// object, hooks that are not a list of objects, a matcher RE2 cannot
+// compile, a hook whose command or timeout is wrong) is skipped with a
+// warning in Config.Warnings naming the file, line and group, and the
+// rest of the file applies, as in the reference harness, which ignores a
+// malformed entry.
 func Parse(data []byte, file string, d Dialect) (*Config, error) {
 	fail := func(off int64, format string, args ...any) error {
 		return fmt.Errorf("%w: %s:%d: %s", ErrConfig, file, lineAt(data, off), fmt.Sprintf(format, args...))
@@ -124,65 +136,91 @@ func Parse(data []byte, file string, d Dialect) (*Config, error) {
 			cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("event %q (not run by this bridge)", name))
 			continue
 		}
-		var groups []rawGroup
+		var groups []json.RawMessage
 		if err := json.Unmarshal(raw, &groups); err != nil {
 			return nil, fail(offsetOf(data, raw), "%s: want a list of {matcher, hooks: [...]} groups: %v", name, shortErr(err))
 		}
-		for gi, g := range groups {
-			at := offsetOf(data, raw)
-			var out Group
-			if g.Matcher != nil && name != PointUserPromptSubmit && name != PointStop {
-				m, err := compileMatcher(*g.Matcher, d)
-				if err != nil {
-					return nil, fail(findString(data, at, *g.Matcher), "%s[%d].matcher: %v", name, gi, err)
-				}
-				out.Matcher, out.match = *g.Matcher, m
+		from := offsetOf(data, raw)
+		for gi, graw := range groups {
+			at := from
+			if i := bytes.Index(data[from:], graw); i >= 0 {
+				at = from + int64(i)
+				from = at + int64(len(graw))
 			}
-			for hi, h := range g.Hooks {
-				typ := "command"
-				if t, ok := h["type"]; ok {
-					if err := json.Unmarshal(t, &typ); err != nil {
-						return nil, fail(offsetOf(data, t), "%s[%d].hooks[%d].type must be a string", name, gi, hi)
-					}
-				}
-				if typ != "command" {
-					cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("%s[%d].hooks[%d]: a %q hook (only command hooks run)", name, gi, hi, typ))
-					continue
-				}
-				var async bool
-				if a, ok := h["async"]; ok && json.Unmarshal(a, &async) == nil && async {
-					cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("%s[%d].hooks[%d]: an async hook (only synchronous hooks run)", name, gi, hi))
-					continue
-				}
-				var hook Hook
-				c, ok := h["command"]
-				if !ok || json.Unmarshal(c, &hook.Command) != nil || strings.TrimSpace(hook.Command) == "" {
-					off := at
-					if ok {
-						off = offsetOf(data, c)
-					}
-					return nil, fail(off, "%s[%d].hooks[%d].command must be a non-empty string", name, gi, hi)
-				}
-				for _, k := range d.TimeoutKeys {
-					t, ok := h[k]
-					if !ok {
-						continue
-					}
-					var secs float64
-					if err := json.Unmarshal(t, &secs); err != nil || secs <= 0 || secs > 86400 {
-						return nil, fail(offsetOf(data, t), "%s[%d].hooks[%d].%s must be a number of seconds in (0, 86400]", name, gi, hi, k)
-					}
-					hook.TimeoutMs = int64(secs * 1000)
-					break
-				}
-				out.Hooks = append(out.Hooks, hook)
+			g, off, err := parseGroup(data, at, graw, name, gi, d, cfg)
+			if err != nil {
+				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s:%d: %s[%d]: %v: this group is skipped, the rest of the file applies", file, lineAt(data, off), name, gi, err))
+				continue
 			}
-			if len(out.Hooks) > 0 {
-				cfg.Points[name] = append(cfg.Points[name], out)
+			if len(g.Hooks) > 0 {
+				cfg.Points[name] = append(cfg.Points[name], g)
 			}
 		}
 	}
 	return cfg, nil
+}
+
+// parseGroup reads group gi of point name, which starts at offset at of
+// data; an error comes with the offset it is about.
+func parseGroup(data []byte, at int64, graw json.RawMessage, name string, gi int, d Dialect, cfg *Config) (Group, int64, error) {
+	var out Group
+	var g rawGroup
+	if err := json.Unmarshal(graw, &g); err != nil {
+		return out, at, fmt.Errorf("want a {matcher, hooks: [...]} group: %v", shortErr(err))
+	}
+	if g.Matcher != nil && name != PointUserPromptSubmit && name != PointStop {
+		m, err := compileMatcher(*g.Matcher, d)
+		if err != nil {
+			return out, findString(data, at, *g.Matcher), fmt.Errorf("matcher: %v", err)
+		}
+		out.Matcher, out.match = *g.Matcher, m
+	}
+	off := func(v json.RawMessage) int64 {
+		if i := bytes.Index(data[at:], v); i >= 0 {
+			return at + int64(i)
+		}
+		return at
+	}
+	for hi, h := range g.Hooks {
+		typ := "command"
+		if t, ok := h["type"]; ok {
+			if err := json.Unmarshal(t, &typ); err != nil {
+				return out, off(t), fmt.Errorf("hooks[%d].type must be a string", hi)
+			}
+		}
+		if typ != "command" {
+			cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("%s[%d].hooks[%d]: a %q hook (only command hooks run)", name, gi, hi, typ))
+			continue
+		}
+		var async bool
+		if a, ok := h["async"]; ok && json.Unmarshal(a, &async) == nil && async {
+			cfg.Skipped = append(cfg.Skipped, fmt.Sprintf("%s[%d].hooks[%d]: an async hook (only synchronous hooks run)", name, gi, hi))
+			continue
+		}
+		var hook Hook
+		c, ok := h["command"]
+		if !ok || json.Unmarshal(c, &hook.Command) != nil || strings.TrimSpace(hook.Command) == "" {
+			o := at
+			if ok {
+				o = off(c)
+			}
+			return out, o, fmt.Errorf("hooks[%d].command must be a non-empty string", hi)
+		}
+		for _, k := range d.TimeoutKeys {
+			t, ok := h[k]
+			if !ok {
+				continue
+			}
+			var secs float64
+			if err := json.Unmarshal(t, &secs); err != nil || secs <= 0 || secs > 86400 {
+				return out, off(t), fmt.Errorf("hooks[%d].%s must be a number of seconds in (0, 86400]", hi, k)
+			}
+			hook.TimeoutMs = int64(secs * 1000)
+			break
+		}
+		out.Hooks = append(out.Hooks, hook)
+	}
+	return out, at, nil
 }
 
 // compileMatcher builds a tool-name matcher. Empty and "*" match every

@@ -50,13 +50,37 @@ func TestParseMatchers(t *testing.T) {
 func TestParseErrorsNameFileAndLine(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{"{\n\"hooks\": [1]\n}", "f.json:2:"},
-		{"{\n\"PreToolUse\": [{\"matcher\": \"(\", \"hooks\": [{\"command\": \"x\"}]}]}", "f.json:2: PreToolUse[0].matcher"},
-		{"{\"Stop\": [{\"hooks\": [\n\n{\"command\": \"x\", \"timeout\": -1}]}]}", "f.json:3: Stop[0].hooks[0].timeout"},
+		{"{\n\"PreToolUse\": {\"matcher\": \"x\"}}", "f.json:2: PreToolUse: want a list"},
 		{"[1,", "f.json:1: invalid JSON"},
 	} {
 		_, err := Parse([]byte(c.body), "f.json", claude)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %s", c.body, err, c.want)
+		}
+	}
+}
+
+// TestParseSkipsAMalformedGroup: one malformed group is skipped with a
+// warning naming the file, line and group; the others still apply.
+func TestParseSkipsAMalformedGroup(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"{\n\"PreToolUse\": [{\"matcher\": \"(\", \"hooks\": [{\"command\": \"x\"}]},\n{\"hooks\": [{\"command\": \"ok\"}]}]}", "f.json:2: PreToolUse[0]: matcher: invalid regular expression"},
+		{"{\"PreToolUse\": [{\"hooks\": [{\"command\": \"ok\"}]},\n\n{\"hooks\": [{\"command\": \"x\", \"timeout\": -1}]}]}", "f.json:3: PreToolUse[1]: hooks[0].timeout"},
+		{"{\"PreToolUse\": [7, {\"hooks\": [{\"command\": \"ok\"}]}]}", "f.json:1: PreToolUse[0]: want a {matcher, hooks: [...]} group"},
+		{"{\"PreToolUse\": [{\"hooks\": [{\"command\": \"ok\"}]},\n{\"hooks\": \"nope\"}]}", "f.json:2: PreToolUse[1]: want a {matcher, hooks: [...]} group"},
+		{"{\"PreToolUse\": [{\"hooks\": [{\"command\": \"ok\"}]},\n{\"hooks\": [{\"command\": 7}]}]}", "f.json:2: PreToolUse[1]: hooks[0].command must be a non-empty string"},
+	} {
+		cfg, err := Parse([]byte(c.body), "f.json", claude)
+		if err != nil {
+			t.Errorf("%q: %v, want the bad group skipped", c.body, err)
+			continue
+		}
+		if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], c.want) {
+			t.Errorf("%q: warnings %q, want one with %s", c.body, cfg.Warnings, c.want)
+		}
+		gs := cfg.Points[PointPreToolUse]
+		if len(gs) != 1 || gs[0].Hooks[0].Command != "ok" {
+			t.Errorf("%q: groups %+v, want the good one", c.body, gs)
 		}
 	}
 }
@@ -99,5 +123,38 @@ func TestMerge(t *testing.T) {
 	}
 	if s := Summary(strings.Repeat("é", 10), 3); s != "ééé…" {
 		t.Errorf("summary %q", s)
+	}
+}
+
+// TestStdinKeepsTheCanonicalBytes: what a hook reads as tool_input is the
+// loop's canonical arguments byte for byte.
+func TestStdinKeepsTheCanonicalBytes(t *testing.T) {
+	args := "{\"command\":\"echo <a> & \u2028 é\",\"n\":1.50,\"x\":[{\"k\":null}]}"
+	ti, err := ToolInput(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := CommandInput(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Stdin(map[string]any{"tool_input": ti, "codex": ci}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\"codex\":{\"command\":\"echo <a> & \u2028 é\"},\"tool_input\":" + args + "}"
+	if string(b) != want {
+		t.Errorf("stdin\n %s\nwant\n %s", b, want)
+	}
+	if b, _ := Stdin(map[string]any{}, true); string(b) != "{}\n" {
+		t.Errorf("stdin with a newline %q", b)
+	}
+	for _, bad := range []string{"", "{", `{"a":1}x`} {
+		if _, err := ToolInput(bad); !errors.Is(err, ErrArguments) {
+			t.Errorf("ToolInput(%q): %v", bad, err)
+		}
+	}
+	if ci, _ := CommandInput(`{"Command":"x","command":7}`); string(ci) != `{"command":""}` {
+		t.Errorf("CommandInput of a command that is no string: %s", ci)
 	}
 }
