@@ -110,6 +110,11 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 			args = append(args, "--ro-bind", r.Path, r.Path)
 		}
 	}
+	// Host state inside a root is covered by an empty read-only tmpfs,
+	// after the roots so that no bind lands over it.
+	for _, h := range m.hiddenInRoots() {
+		args = append(args, "--tmpfs", h, "--remount-ro", h)
+	}
 	// The sandbox's own root (an empty tmpfs holding the mount points)
 	// is read-only too: the only scratch space is /tmp, /var/tmp and /run.
 	args = append(args, "--remount-ro", "/")

@@ -74,10 +74,17 @@
 // bwrap fails the run with ErrBwrapMissing; there is never a silent
 // fallback.
 //
+// Host state (Options.Hidden: the agent's compile cache and sessions) is
+// never a root or a working directory. With Sandbox each hidden directory
+// inside a root is covered by an empty read-only tmpfs; in
+// ModePIDNamespace without Sandbox the launch helper covers every one in
+// the command's own mount namespace. Landlock is not used for it: its
+// rules only allow, and a rule for a root would allow all below it.
+//
 // Not guaranteed: without Sandbox, a command can read and write anything
 // the agent's user can without capabilities, anywhere, read-only roots
-// included, and use the network; only its starting directory is
-// confined. The cwd check is path based and can race with a concurrent
+// included (and, outside ModePIDNamespace, the hidden host state), and
+// use the network; only its starting directory is confined. The cwd check is path based and can race with a concurrent
 // rename of a directory component. No CPU quota and no total disk quota
 // (RLIMIT_FSIZE bounds each file) are applied, and no seccomp filter is
 // installed.
@@ -186,6 +193,16 @@ type Options struct {
 	// MaxFinished bounds finished tasks kept for Poll; the oldest are
 	// forgotten first (DefaultMaxFinished).
 	MaxFinished int
+	// Hidden are host directories commands must not see (the host's own
+	// state). A root inside one is refused, and so is a working directory.
+	// With Sandbox, each one inside a root is covered by an empty
+	// read-only tmpfs; in ModePIDNamespace without Sandbox the launch
+	// helper covers every one the same way in the command's own mount
+	// namespace. In the other modes without Sandbox a command is not
+	// confined to its roots at all (see the package documentation), and
+	// Hidden cannot hide anything from it. A path that does not exist
+	// when the Manager is made is skipped.
+	Hidden []string
 	// Limits bound the commands' processes, memory and file sizes; zero
 	// fields take the defaults (DefaultMaxProcesses, DefaultMemory,
 	// DefaultFileBytes). Enforced reports how each is enforced.
@@ -247,8 +264,10 @@ type Status struct {
 type Manager struct {
 	opts  Options
 	roots []Root // resolved
-	mode  Mode
-	bash  string
+	// hidden are Options.Hidden, resolved, the ones that exist.
+	hidden []string
+	mode   Mode
+	bash   string
 
 	mu       sync.Mutex
 	closed   bool
@@ -284,6 +303,19 @@ func NewManager(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{opts: opts, procs: map[*process]struct{}{}, tasks: map[string]*process{}}
+	for _, h := range opts.Hidden {
+		if !filepath.IsAbs(h) {
+			return nil, fmt.Errorf("%w: hidden path %q is not absolute", ErrInvalidOptions, h)
+		}
+		resolved, err := filepath.EvalSymlinks(h)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: hidden path %q: %w", ErrInvalidOptions, h, err)
+		}
+		m.hidden = append(m.hidden, resolved)
+	}
 	for _, r := range opts.Roots {
 		if !filepath.IsAbs(r.Path) {
 			return nil, fmt.Errorf("%w: root %q is not absolute", ErrInvalidOptions, r.Path)
@@ -294,6 +326,9 @@ func NewManager(opts Options) (*Manager, error) {
 		}
 		if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%w: root %q is not a directory", ErrInvalidOptions, r.Path)
+		}
+		if h := m.hiddenAt(resolved); h != "" {
+			return nil, fmt.Errorf("%w: root %q is inside %s, which commands may not see", ErrInvalidOptions, r.Path, h)
 		}
 		m.roots = append(m.roots, Root{Path: resolved, Writable: r.Writable})
 	}
@@ -527,12 +562,39 @@ func (m *Manager) resolveDir(dir string) (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, dir)
 	}
+	if h := m.hiddenAt(resolved); h != "" {
+		return "", fmt.Errorf("%w: %q resolves to %q, inside %s, which commands may not see", ErrCwdOutsideRoots, dir, resolved, h)
+	}
 	for _, r := range m.roots {
 		if within(r.Path, resolved) {
 			return resolved, nil
 		}
 	}
 	return "", fmt.Errorf("%w: %q resolves to %q", ErrCwdOutsideRoots, dir, resolved)
+}
+
+// hiddenAt returns the hidden directory that is path or holds it, or "".
+func (m *Manager) hiddenAt(path string) string {
+	for _, h := range m.hidden {
+		if within(h, path) {
+			return h
+		}
+	}
+	return ""
+}
+
+// hiddenInRoots returns the hidden directories that lie inside a root.
+func (m *Manager) hiddenInRoots() []string {
+	var in []string
+	for _, h := range m.hidden {
+		for _, r := range m.roots {
+			if within(r.Path, h) {
+				in = append(in, h)
+				break
+			}
+		}
+	}
+	return in
 }
 
 func within(root, path string) bool {
@@ -599,4 +661,14 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %q not found in PATH", ErrInvalidCommand, name)
+}
+
+// helperHides is what the launch helper covers in the command's own mount
+// namespace: every hidden directory, in ModePIDNamespace without Sandbox
+// (the helper has that namespace then; with Sandbox, bwrap covers them).
+func (m *Manager) helperHides() []string {
+	if m.mode != ModePIDNamespace || m.opts.Sandbox {
+		return nil
+	}
+	return m.hidden
 }

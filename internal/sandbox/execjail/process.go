@@ -158,6 +158,7 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		ErrFD:       2 + len(extra),
 		CgroupProcs: limits.procsFiles(),
 		MountProc:   m.mode == ModePIDNamespace && !m.opts.Sandbox,
+		Hide:        m.helperHides(),
 		FileBytes:   uint64(m.opts.Limits.FileBytes),
 		KeepCaps:    m.opts.Sandbox,
 		Scope:       commandScope(),
