@@ -84,10 +84,10 @@
 // Not guaranteed: without Sandbox, a command can read and write anything
 // the agent's user can without capabilities, anywhere, read-only roots
 // included (and, outside ModePIDNamespace, the hidden host state), and
-// use the network; only its starting directory is confined. The cwd check is path based and can race with a concurrent
-// rename of a directory component. No CPU quota and no total disk quota
-// (RLIMIT_FSIZE bounds each file) are applied, and no seccomp filter is
-// installed.
+// use the network; only its starting directory is confined. The cwd
+// check is path based and can race with a concurrent rename of a
+// directory component. No CPU quota and no total disk quota (RLIMIT_FSIZE
+// bounds each file) are applied, and no seccomp filter is installed.
 package execjail
 
 import (
