@@ -84,6 +84,9 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		if cwd, err = checkCwd(cwd); err != nil {
 			return nil, err
 		}
+		if err := d.host.CheckHostState(cwd); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
 	}
 	var provider model.Provider
 	if child != nil {
@@ -121,6 +124,10 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		if hc := sess.Header().Cwd; cwd != "" && hc != cwd {
 			sess.Close()
 			return nil, fmt.Errorf("%w: resume %s: the session's cwd is %q, not %q", ErrInvalidOptions, opts.Resume, hc, cwd)
+		}
+		if err := d.host.CheckHostState(sess.Header().Cwd); err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("%w: resume %s: %w", ErrInvalidOptions, opts.Resume, err)
 		}
 	} else if sess, err = d.store.Create(session.Header{Cwd: cwd}); err != nil {
 		return nil, fmt.Errorf("deploy: new session: %w", err)

@@ -104,6 +104,9 @@ func (p *Plugin) fsRoots(facts *prompt.AgentFacts) ([]fsjail.Mount, error) {
 			return nil, fmt.Errorf("grants.fs %q: %w", fg.Path, err)
 		}
 		host = filepath.Clean(host)
+		if err := p.h.hostState.check(fmt.Sprintf("grants.fs %q", fg.Path), host, cwd); err != nil {
+			return nil, err
+		}
 		if slices.ContainsFunc(mounts, func(m fsjail.Mount) bool { return m.HostPath == host }) {
 			continue
 		}
@@ -120,11 +123,20 @@ func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
 	if err != nil || len(mounts) == 0 {
 		return nil, err
 	}
-	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota))
+	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota), fsjail.WithHidden(p.hiddenFor(facts)...))
 	if err != nil {
 		return nil, fmt.Errorf("grants.fs: %w", err)
 	}
 	return j, nil
+}
+
+// hiddenFor is what the jails of an agent hide: the host's state.
+func (p *Plugin) hiddenFor(facts *prompt.AgentFacts) []string {
+	cwd := ""
+	if facts != nil {
+		cwd = facts.Cwd
+	}
+	return p.h.hostState.hiddenFor(cwd)
 }
 
 // diskQuota is the plugin's disk quota (grants.limits.disk_bytes and
