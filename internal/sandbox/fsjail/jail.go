@@ -106,6 +106,9 @@ func New(mounts []Mount, opts ...Option) (*Jail, error) {
 	if len(o.hidden) > 0 {
 		if err := linkHidden(j.mounts, j.fss, o.hidden); err != nil {
 			_ = j.Close()
+			if errors.Is(err, ErrHidden) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("fsjail: %w", err)
 		}
 	}
