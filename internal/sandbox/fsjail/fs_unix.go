@@ -245,7 +245,7 @@ func (r *rootFS) openNoFollow(name string, osFlag int, perm fs.FileMode) (*os.Fi
 func (r *rootFS) inParent(dir string, fn func(dirfd int) error) error {
 	d, err := r.root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return err
+		return r.hideErr(dir, err)
 	}
 	defer d.Close()
 	rc, err := d.SyscallConn()

@@ -114,6 +114,21 @@ func TestHiddenDirectoriesAreNotThere(t *testing.T) {
 			}
 			return errno
 		}(),
+		"append to the hidden dir itself": func() experimentalsys.Errno {
+			f, errno := rw.OpenFile(".cache/dsh/wazero", experimentalsys.O_CREAT|experimentalsys.O_WRONLY|experimentalsys.O_APPEND, 0o644)
+			if f != nil {
+				f.Close()
+			}
+			return errno
+		}(),
+		"create below a hidden file (ENOTDIR would tell it exists)": func() experimentalsys.Errno {
+			f, errno := rw.OpenFile(".local/sessions/s1.jsonl/x", experimentalsys.O_CREAT|experimentalsys.O_WRONLY, 0o644)
+			if f != nil {
+				f.Close()
+			}
+			return errno
+		}(),
+		"mkdir below a hidden file":  rw.Mkdir(".local/sessions/s1.jsonl/x", 0o755),
 		"mkdir over the hidden dir":  rw.Mkdir(".cache/dsh/wazero", 0o755),
 		"rename the hidden dir":      rw.Rename(".local/sessions", "stolen"),
 		"rename onto the hidden dir": rw.Rename("notes.txt", ".local/sessions"),

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Hidden directories.
@@ -137,4 +140,31 @@ func (r *rootFS) inVisibleParent(dir, base string, fn func(dirfd int) error) err
 		}
 		return fn(dirfd)
 	})
+}
+
+// hideErr turns the error of resolving name into ENOENT when the
+// resolution failed inside a hidden directory (ENOTDIR for a file there,
+// say, would tell that it exists): it finds the longest prefix of name
+// that opens as a directory and judges it by descriptor.
+func (r *rootFS) hideErr(name string, err error) error {
+	if len(r.hidden) == 0 || err == nil {
+		return err
+	}
+	for p := path.Clean(name); p != "." && p != "/"; p = path.Dir(p) {
+		d, oerr := r.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY, 0)
+		if oerr != nil {
+			continue
+		}
+		rc, cerr := d.SyscallConn()
+		var herr error
+		if cerr == nil {
+			cerr = rc.Control(func(fd uintptr) { _, herr = r.readOnlyAt(int(fd)) })
+		}
+		d.Close()
+		if cerr == nil && herr == syscall.ENOENT {
+			return herr
+		}
+		break
+	}
+	return err
 }

@@ -220,7 +220,7 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 			// itself. Writes to a directory fail anyway.
 			f, err := r.root.OpenFile(name, osFlag, perm)
 			if err != nil {
-				return nil, false, err
+				return nil, false, r.hideErr(name, err)
 			}
 			ro, err := r.readOnlyAt(int(f.Fd()))
 			if err == nil && ro && write {
@@ -241,6 +241,9 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 		err := r.inParent(dir, func(dirfd int) error {
 			st, err := lstatAt(dirfd, base)
 			exists := err == nil
+			if exists && r.hidden[devIno{uint64(st.Dev), uint64(st.Ino)}] {
+				return syscall.ENOENT
+			}
 			if exists && st.Mode&unix.S_IFMT == unix.S_IFLNK && flag&experimentalsys.O_NOFOLLOW == 0 {
 				if flag&(experimentalsys.O_CREAT|experimentalsys.O_EXCL) == experimentalsys.O_CREAT|experimentalsys.O_EXCL {
 					return syscall.EEXIST
