@@ -123,20 +123,25 @@ func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
 	if err != nil || len(mounts) == 0 {
 		return nil, err
 	}
-	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota), fsjail.WithHidden(p.hiddenFor(facts)...))
+	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota), fsjail.WithHidden(p.hiddenFor(facts, mounts)...))
 	if err != nil {
 		return nil, fmt.Errorf("grants.fs: %w", err)
 	}
 	return j, nil
 }
 
-// hiddenFor is what the jails of an agent hide: the host's state.
-func (p *Plugin) hiddenFor(facts *prompt.AgentFacts) []string {
+// hiddenFor is what the jails of an agent, with mounts, hide: the host's
+// state inside them.
+func (p *Plugin) hiddenFor(facts *prompt.AgentFacts, mounts []fsjail.Mount) []string {
 	cwd := ""
 	if facts != nil {
 		cwd = facts.Cwd
 	}
-	return p.h.hostState.hiddenFor(cwd)
+	roots := make([]string, len(mounts))
+	for i, m := range mounts {
+		roots[i] = m.HostPath
+	}
+	return p.h.hostState.hiddenFor(cwd, roots)
 }
 
 // diskQuota is the plugin's disk quota (grants.limits.disk_bytes and

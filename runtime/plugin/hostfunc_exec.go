@@ -44,7 +44,7 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 	}
 	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
 		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,
-		Limits: execLimits(g.Exec), Hidden: p.hiddenFor(cs.facts)})
+		Limits: execLimits(g.Exec), Hidden: p.hiddenFor(cs.facts, mounts)})
 	if err != nil {
 		return nil, hostfns.ErrInternal, err.Error()
 	}

@@ -131,19 +131,36 @@ func (s HostState) check(what, path, cwd string) error {
 	return nil
 }
 
-// hiddenFor lists what the jails of an agent with cwd hide: the host's
-// state directories, and with Tenants every other tenant's root (read
-// when the jail is made).
-func (s HostState) hiddenFor(cwd string) []string {
-	hidden := slices.Clone(s.Dirs)
-	if s.Tenants == "" {
+// hiddenFor lists what the jails of an agent with cwd, granted roots,
+// hide: the host's state directories, and with Tenants every other
+// tenant's root (read when the jail is made), that lie inside one of the
+// roots (as given or with symlinks resolved); the others are out of the
+// jails' view anyway.
+func (s HostState) hiddenFor(cwd string, roots []string) []string {
+	var forms []string
+	for _, r := range roots {
+		forms = append(forms, r)
+		if real, err := filepath.EvalSymlinks(r); err == nil && real != r {
+			forms = append(forms, real)
+		}
+	}
+	var hidden []string
+	add := func(p string) {
+		if slices.ContainsFunc(forms, func(r string) bool { return within(r, p) }) {
+			hidden = append(hidden, p)
+		}
+	}
+	for _, d := range s.Dirs {
+		add(d)
+	}
+	if s.Tenants == "" || !slices.ContainsFunc(forms, func(r string) bool { return within(r, s.Tenants) }) {
 		return hidden
 	}
 	own := s.tenantOf(cwd)
 	ents, _ := os.ReadDir(s.Tenants)
 	for _, e := range ents {
 		if p := filepath.Join(s.Tenants, e.Name()); p != own {
-			hidden = append(hidden, p)
+			add(p)
 		}
 	}
 	return hidden
