@@ -147,7 +147,7 @@ func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjai
 			if err != nil {
 				return nil, hostfns.ErrInternal, err.Error()
 			}
-			t, st, msg := spillTargetFor(r.SpillDir, mounts)
+			t, st, msg := spillTargetFor(r.SpillDir, mounts, func(p string) string { return in.p.h.hostState.holding(p, cwdOf(cs.facts)) })
 			if st != 0 {
 				return nil, st, msg
 			}

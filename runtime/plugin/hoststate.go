@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 )
 
 // ErrHostState: a grant, a working directory or a tenant root lies inside
@@ -179,3 +181,11 @@ func (h *Host) CheckHostState(cwd string) error {
 
 // HostStateDirs lists the host's state directories (for inspection).
 func (h *Host) HostStateDirs() []string { return slices.Clone(h.hostState.Dirs) }
+
+// cwdOf is an agent's cwd, "" without one.
+func cwdOf(facts *prompt.AgentFacts) string {
+	if facts == nil {
+		return ""
+	}
+	return facts.Cwd
+}

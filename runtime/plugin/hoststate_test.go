@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
@@ -100,5 +102,63 @@ func TestGrantInsideHostStateIsRefused(t *testing.T) {
 		if !errors.Is(err, ErrHostState) || !strings.Contains(err.Error(), tc.grant) || !strings.Contains(err.Error(), tc.state) {
 			t.Errorf("grant %s: err %v, want ErrHostState naming it and %s", tc.grant, err, tc.state)
 		}
+	}
+}
+
+// The host never writes a command's saved output into its own state: a
+// spill_dir there, named or reached through a symlink, is refused, and a
+// directory swapped for a symlink to it after the check gets no file.
+func TestSpillNeverLandsInHostState(t *testing.T) {
+	home := t.TempDir()
+	sessions := filepath.Join(home, "sessions")
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: sharedCache(t), Logger: slog.New(slog.DiscardHandler),
+		HostState: HostState{Dirs: []string{sessions}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	loadEntry(t, h, "source: "+testkit(t)+`
+config: {tools: [exec]}
+grants:
+  fs: [{path: workspace, mode: rw}]
+  exec: {allowed: true, timeout: 5s, output_bytes: 16}
+`)
+	a := agent("a", "m")
+	a.Cwd = home
+	if err := os.Symlink("sessions", filepath.Join(home, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{sessions, filepath.Join(sessions, "sub"), filepath.Join(home, "out")} {
+		r, err := h.CallTool(bg, a, "exec", cfg(t, hostfns.ExecRequest{Command: "seq 1 1000", SpillDir: dir}))
+		if err != nil || !r.IsError || !strings.Contains(r.Text, "host's own state") {
+			t.Errorf("spill_dir %s: %+v %v", dir, r, err)
+		}
+	}
+	// Swapped after the check: the write is judged where it landed.
+	real := filepath.Join(home, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounts := []fsjail.Mount{{HostPath: home, GuestPath: home}}
+	holding := func(p string) string { return h.hostState.holding(p, home) }
+	target, st, msg := spillTargetFor(real, mounts, holding)
+	if st != 0 {
+		t.Fatalf("spillTargetFor: %v %s", st, msg)
+	}
+	os.Remove(real)
+	if err := os.Symlink("sessions", real); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := newSpillWriters(target, 4)
+	out.Write([]byte("{\"type\":\"user/message\"} forged\n"))
+	if out.failed == nil || !strings.Contains(out.failed.Error(), "host's own state") {
+		t.Errorf("a spill after the swap: failed %v", out.failed)
+	}
+	ents, _ := os.ReadDir(sessions)
+	if len(ents) != 0 {
+		t.Errorf("the sessions directory holds %v", ents)
 	}
 }
