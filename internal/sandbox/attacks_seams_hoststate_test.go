@@ -186,6 +186,26 @@ func hoststateAttacks() []hostileAttack {
 			noPlanted(e, w.cache)
 			return "refused (bwrap covers host state in the workspace with an empty read-only tmpfs)"
 		}},
+		{name: "hoststate-exec-move-then-read", bwrap: true, run: func(e *env) string {
+			w := hostState(e, false, "")
+			e.attacker(nil, sandboxGrant)
+			// One command moves what holds the sessions away from under
+			// its cover; the next would find them uncovered.
+			first := e.sandboxed("mv .local .local-moved; mv .local/share .local/elsewhere; mv .cache .cache-moved; echo done", 0)
+			if !strings.HasSuffix(first.Stdout.Data, "done\n") || strings.Count(first.Stderr.Data, "Device or resource busy") < 3 {
+				e.t.Errorf("moving the directories holding host state: stdout %q, stderr %q", first.Stdout.Data, first.Stderr.Data)
+			}
+			second := e.sandboxed("cat .local-moved/share/dsh-wasm/sessions/cwd-0123456789ab/s1.jsonl .local/elsewhere/dsh-wasm/sessions/cwd-0123456789ab/s1.jsonl; echo done", 0)
+			if strings.Contains(second.Stdout.Data, "user/message") {
+				e.t.Errorf("the second command read the session: %q", second.Stdout.Data)
+			}
+			for _, d := range []string{w.sessions, w.cache} {
+				if _, err := os.Stat(d); err != nil {
+					e.t.Errorf("host state moved: %v", err)
+				}
+			}
+			return "refused (EBUSY: the directories leading to host state are bound onto themselves in the sandbox)"
+		}},
 		{name: "hoststate-exec-pidns-cat-session", run: func(e *env) string {
 			if plugin.ExecEnforced().Mode != "pid-namespace" {
 				e.t.Skip("commands run outside a PID namespace here: unconfined by design (docs/SECURITY.md), nothing to hide host state with")

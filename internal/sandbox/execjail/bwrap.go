@@ -112,6 +112,11 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string) []string {
 	}
 	// Host state inside a root is covered by an empty read-only tmpfs,
 	// after the roots so that no bind lands over it.
+	// The directories leading to it are bound onto themselves, so that
+	// they cannot be renamed away from under the cover.
+	for _, g := range m.guards() {
+		args = append(args, "--bind", g, g)
+	}
 	for _, h := range m.hiddenInRoots() {
 		args = append(args, "--tmpfs", h, "--remount-ro", h)
 	}

@@ -78,7 +78,9 @@
 // never a root or a working directory. With Sandbox each hidden directory
 // inside a root is covered by an empty read-only tmpfs; in
 // ModePIDNamespace without Sandbox the launch helper covers every one in
-// the command's own mount namespace. Landlock is not used for it: its
+// the command's own mount namespace. Either way the directories between a
+// root and a hidden one are bound onto themselves, so the command cannot
+// rename them (EBUSY) and move the host state out from under the cover. Landlock is not used for it: its
 // rules only allow, and a rule for a root would allow all below it.
 //
 // Not guaranteed: without Sandbox, a command can read and write anything
@@ -98,6 +100,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -583,6 +586,35 @@ func (m *Manager) hiddenAt(path string) string {
 	return ""
 }
 
+// guards returns the directories between a root and a hidden directory
+// inside it, parents first: a command must not rename them, or the host
+// state would move out from under its cover (and the host would make a
+// new one where it looks). Each is bound onto itself, so the kernel
+// refuses to rename or remove it (EBUSY: a mount point).
+func (m *Manager) guards() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range m.hidden {
+		for _, r := range m.roots {
+			if !within(r.Path, h) || r.Path == h {
+				continue
+			}
+			var chain []string
+			for d := filepath.Dir(h); d != r.Path && within(r.Path, d); d = filepath.Dir(d) {
+				chain = append(chain, d)
+			}
+			for i := len(chain) - 1; i >= 0; i-- {
+				if !seen[chain[i]] {
+					seen[chain[i]] = true
+					out = append(out, chain[i])
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) < len(out[j]) })
+	return out
+}
+
 // hiddenInRoots returns the hidden directories that lie inside a root.
 func (m *Manager) hiddenInRoots() []string {
 	var in []string
@@ -666,9 +698,9 @@ func lookPath(name string, env []string) (string, error) {
 // helperHides is what the launch helper covers in the command's own mount
 // namespace: every hidden directory, in ModePIDNamespace without Sandbox
 // (the helper has that namespace then; with Sandbox, bwrap covers them).
-func (m *Manager) helperHides() []string {
+func (m *Manager) helperHides() (hide, guard []string) {
 	if m.mode != ModePIDNamespace || m.opts.Sandbox {
-		return nil
+		return nil, nil
 	}
-	return m.hidden
+	return m.hidden, m.guards()
 }

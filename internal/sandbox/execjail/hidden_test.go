@@ -35,7 +35,8 @@ func hiddenHome(t *testing.T) (home, cache, sessions string) {
 // in the PID namespace mode without it (the helper's mount namespace).
 func TestHiddenHostStateInRoots(t *testing.T) {
 	script := `cat .local/sessions/s1.jsonl slink/s1.jsonl 2>/dev/null; ls -A .local/sessions .cache/dsh/wazero; ` +
-		`echo planted > .cache/dsh/wazero/x 2>/dev/null; echo forged >> slink/s1.jsonl 2>/dev/null; echo done`
+		`echo planted > .cache/dsh/wazero/x 2>/dev/null; echo forged >> slink/s1.jsonl 2>/dev/null; ` +
+		`mv .local .local-moved 2>/dev/null; mv .cache/dsh .cache/moved 2>/dev/null; rmdir .local/share 2>/dev/null; echo done`
 	for _, tc := range []struct {
 		name    string
 		mode    Mode
@@ -58,6 +59,12 @@ func TestHiddenHostStateInRoots(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(cache, "x")); err == nil {
 				t.Error("the command planted a cache entry")
+			}
+			// What leads to the host state stays where the host looks.
+			for _, d := range []string{cache, sessions} {
+				if _, err := os.Stat(d); err != nil {
+					t.Errorf("the command moved host state: %v", err)
+				}
 			}
 			// The host state is not a working directory either.
 			if _, err := m.Run(t.Context(), Command{Script: "true", Dir: filepath.Join(home, "slink")}); !errors.Is(err, ErrCwdOutsideRoots) {

@@ -24,6 +24,7 @@ type helperConfig struct {
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	MountProc   bool     `json:"mount_proc,omitempty"`
 	Hide        []string `json:"hide,omitempty"`
+	Guard       []string `json:"guard,omitempty"`
 	FileBytes   uint64   `json:"file_bytes,omitempty"`
 	KeepCaps    bool     `json:"keep_caps,omitempty"`
 	Scope       uint64   `json:"scope,omitempty"`

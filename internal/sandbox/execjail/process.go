@@ -154,11 +154,13 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		extra = append(extra, statusW)
 	}
 	extra = append(extra, errW)
+	hide, guard := m.helperHides()
 	hc := helperConfig{
 		ErrFD:       2 + len(extra),
 		CgroupProcs: limits.procsFiles(),
 		MountProc:   m.mode == ModePIDNamespace && !m.opts.Sandbox,
-		Hide:        m.helperHides(),
+		Hide:        hide,
+		Guard:       guard,
 		FileBytes:   uint64(m.opts.Limits.FileBytes),
 		KeepCaps:    m.opts.Sandbox,
 		Scope:       commandScope(),
