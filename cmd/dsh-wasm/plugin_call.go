@@ -89,15 +89,25 @@ the call failed (no such tool, a trap, the compute budget); 2 usage.`,
 func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host, func() error, error) {
 	// A deployment with no plugins: the harness's sections and variables
 	// are registered first, as in any deployment, and the caller loads
-	// the one plugin it looks at. No session is made.
+	// the one plugin it looks at. No session is made; the store's
+	// directory is an empty one of its own, since it is host state that
+	// no grant may lie in (a shared one such as the temp dir would hold
+	// every workspace under it).
 	cache := g.openCache(logger)
-	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, SessionsDir: os.TempDir()})
+	sessions, err := os.MkdirTemp("", "dsh-wasm-cli-sessions-")
 	if err != nil {
 		cache.Close(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
+	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, SessionsDir: sessions})
+	if err != nil {
+		cache.Close(context.WithoutCancel(ctx))
+		os.RemoveAll(sessions)
+		return nil, nil, err
+	}
 	return d.Host(), func() error {
 		bg := context.WithoutCancel(ctx)
+		defer os.RemoveAll(sessions)
 		return errors.Join(d.Close(bg), cache.Close(bg))
 	}, nil
 }

@@ -80,6 +80,10 @@ type Options struct {
 	// store under SessionsDir (for example a pgstore.Store shared by
 	// workers). The deployment does not close it.
 	Store session.Storage
+	// Tenants, when set, holds each tenant's workspace root (serve): to a
+	// session of one tenant, the others' roots are host state, which no
+	// plugin of it may be granted or see (plugin.HostState).
+	Tenants string
 	// Compaction, when set, compacts long conversations in every session.
 	Compaction *agent.CompactionOptions
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
@@ -244,7 +248,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	}
 	d.host, err = plugin.New(plugin.Options{Registry: d.reg, Bus: d.bus, Logger: logger,
 		Builtins: builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d},
-		LazyCompile: !opts.EagerCompile})
+		LazyCompile: !opts.EagerCompile, HostState: d.hostState()})
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)
 	}
@@ -291,6 +295,20 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		}
 	}
 	return d, nil
+}
+
+// hostState is the deployment's part of the host's state: the session
+// store's directory (created now, so that every jail can hide it) and the
+// tenants' roots. The plugin host adds its compile cache.
+func (d *Deployment) hostState() plugin.HostState {
+	s := plugin.HostState{Tenants: d.opts.Tenants}
+	if fs, ok := d.store.(interface{ Dir() string }); ok && fs.Dir() != "" {
+		if err := os.MkdirAll(fs.Dir(), 0o700); err != nil {
+			d.log.Warn("deploy: cannot create the sessions directory", "dir", fs.Dir(), "err", err)
+		}
+		s.Dirs = append(s.Dirs, fs.Dir())
+	}
+	return s
 }
 
 // registerOwn registers what the harness and the embedder own, before any

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -43,7 +44,7 @@ func Example() {
 		Persona:     "You are powered by the {{model}} model.",
 		Provider:    model.ProviderFunc(callThenAnswer),
 		Tools:       []deploy.Tool{upper},
-		SessionsDir: dir,
+		SessionsDir: filepath.Join(dir, "sessions"),
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -53,6 +53,9 @@ func OpenConfig(ctx context.Context, cfg *config.Deployment, extra Options) (*De
 	if extra.Store != nil {
 		opts.Store = extra.Store
 	}
+	if extra.Tenants != "" {
+		opts.Tenants = extra.Tenants
+	}
 	if extra.Compaction != nil {
 		opts.Compaction = extra.Compaction
 	}
@@ -82,6 +85,9 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 		Persona:     cfg.Persona,
 		SessionsDir: cfg.Sessions,
 		Limits:      Limits{AssemblyTimeout: cfg.Limits.AssemblyTimeout, PromptBytes: int64(cfg.Limits.PromptBytes)},
+	}
+	if cfg.Serve != nil {
+		opts.Tenants = cfg.Serve.Workspaces
 	}
 	opts.SubagentDepth = cfg.Subagents.MaxDepth
 	for _, a := range cfg.Subagents.ACP {

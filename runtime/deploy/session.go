@@ -118,6 +118,11 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 			return nil, err
 		}
 	}
+	if dir != nil {
+		if err = d.host.CheckHostState(dir.Name()); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+	}
 	cwd := ""
 	if dir != nil {
 		cwd = dir.Name()
@@ -165,6 +170,10 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 				sess.Close()
 				return nil, fmt.Errorf("deploy: resume %s: %w", opts.Resume, err)
 			}
+		}
+		if err = d.host.CheckHostState(hc); err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("%w: resume %s: %w", ErrInvalidOptions, opts.Resume, err)
 		}
 	} else if sess, err = d.store.Create(session.Header{Cwd: cwd}); err != nil {
 		return nil, fmt.Errorf("deploy: new session: %w", err)

@@ -105,6 +105,9 @@ func (p *Plugin) fsRoots(facts *prompt.AgentFacts) ([]fsjail.Mount, error) {
 			return nil, fmt.Errorf("grants.fs %q: %w", fg.Path, err)
 		}
 		host = filepath.Clean(host)
+		if err := p.h.hostState.check(fmt.Sprintf("grants.fs %q", fg.Path), host, cwd); err != nil {
+			return nil, err
+		}
 		var dir *os.Root
 		if fg.Path == config.Workspace {
 			if dir, err = p.workspaceDir(facts, host); err != nil {
@@ -151,11 +154,25 @@ func (p *Plugin) jailFor(facts *prompt.AgentFacts) (*fsjail.Jail, error) {
 	if err != nil || len(mounts) == 0 {
 		return nil, err
 	}
-	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota))
+	j, err := fsjail.New(mounts, fsjail.WithQuota(p.sandbox.quota), fsjail.WithHidden(p.hiddenFor(facts, mounts)...))
 	if err != nil {
 		return nil, fmt.Errorf("grants.fs: %w", err)
 	}
 	return j, nil
+}
+
+// hiddenFor is what the jails of an agent, with mounts, hide: the host's
+// state inside them.
+func (p *Plugin) hiddenFor(facts *prompt.AgentFacts, mounts []fsjail.Mount) []string {
+	cwd := ""
+	if facts != nil {
+		cwd = facts.Cwd
+	}
+	roots := make([]string, len(mounts))
+	for i, m := range mounts {
+		roots[i] = m.HostPath
+	}
+	return p.h.hostState.hiddenFor(cwd, roots)
 }
 
 // diskQuota is the plugin's disk quota (grants.limits.disk_bytes and

@@ -51,6 +51,10 @@ type Options struct {
 	// manifest.go for what is recorded, and when). It needs a Cache with
 	// a directory; otherwise every plugin compiles as it loads.
 	LazyCompile bool
+	// HostState is the host's own state on disk, besides the Cache's
+	// directory, which the host adds: no grant may lie in it, and every
+	// jail hides it (see HostState).
+	HostState HostState
 }
 
 // Spec says what plugin to load and what it may do.
@@ -177,6 +181,9 @@ type Host struct {
 	// subagents serves subagent_providers and subagent_run.
 	subagents Subagents
 	lazy      bool // Options.LazyCompile
+	// hostState is Options.HostState with the cache's directory, resolved
+	// once by New: the one list of what plugins may not reach.
+	hostState HostState
 
 	wd *watchdog // enforces the compute budgets of calls in progress
 	// workdirs are the agents' opened working directories (BindWorkdir).
@@ -223,6 +230,7 @@ func New(opts Options) (*Host, error) {
 		}
 		h.cache, h.ownCache = c, true
 	}
+	h.hostState = opts.HostState.resolved(h.cache.Dir())
 	return h, nil
 }
 

@@ -44,7 +44,7 @@ func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, 
 	}
 	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
 		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,
-		Limits: execLimits(g.Exec)})
+		Limits: execLimits(g.Exec), Hidden: p.hiddenFor(cs.facts, mounts)})
 	if err != nil {
 		return nil, hostfns.ErrInternal, err.Error()
 	}
@@ -147,7 +147,7 @@ func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjai
 			if err != nil {
 				return nil, hostfns.ErrInternal, err.Error()
 			}
-			t, st, msg := spillTargetFor(r.SpillDir, mounts)
+			t, st, msg := spillTargetFor(r.SpillDir, mounts, func(p string) string { return in.p.h.hostState.holding(p, cwdOf(cs.facts)) })
 			if st != 0 {
 				return nil, st, msg
 			}

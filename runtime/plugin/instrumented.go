@@ -2,8 +2,6 @@ package plugin
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,12 +14,12 @@ import (
 // module's bytes and the rewriter's version. The cache keeps the output
 // next to wazero's compiled code, so a warm load skips the rewrite.
 //
-// An entry is a header, the CRC-32 of the body, and the body. A missing,
-// short or corrupt entry is rebuilt: the cache is an accelerator, never a
-// source of truth. (Whoever can write the cache directory can also change
-// wazero's compiled code there; the directory must be the user's own.)
-
-const instrumentedMagic = "dsh-instrumented-v1\n"
+// The output is kept in a blobStore under a key of the module's digest
+// and the rewriter's versions: named by the sha256 of the rewritten bytes
+// and checked against it before use, so an entry that was changed on
+// disk is rebuilt, never compiled (the pin covers the bytes the operator
+// named; this covers the bytes that are compiled). A missing or corrupt
+// entry is rebuilt: the cache is an accelerator, never a source of truth.
 
 // memInstrumented holds rewritten modules for caches without a directory,
 // keyed by digest and rewriter version; a process loads few distinct
@@ -68,53 +66,35 @@ func (c *Cache) instrumentSource(digest string, src func() ([]byte, error)) (_ [
 		}
 		return ib, noop, err
 	}
-	path := filepath.Join(c.dir, "instrumented", key+".wasm")
-	if ib, release, ok := readInstrumented(path); ok {
+	store := c.instrumented()
+	if ib, release, ok := store.get(key, maxInstrumented); ok {
 		return ib, release, nil
 	}
 	ib, _, err := rewriteSource()
 	if err != nil {
 		return nil, nil, err
 	}
-	writeInstrumented(path, ib) // best effort: a failed write costs the next load a rewrite
+	store.put(key, ib) // best effort: a failed write costs the next load a rewrite
 	return ib, noop, nil
 }
 
-// readInstrumented maps a cache entry and checks it.
-func readInstrumented(path string) ([]byte, func(), bool) {
-	raw, release, err := mapFile(path)
-	if err != nil {
-		return nil, nil, false
-	}
-	if len(raw) < len(instrumentedMagic)+4 || !bytes.HasPrefix(raw, []byte(instrumentedMagic)) {
-		release()
-		return nil, nil, false
-	}
-	sum := binary.LittleEndian.Uint32(raw[len(instrumentedMagic):])
-	body := raw[len(instrumentedMagic)+4:]
-	if crc32.ChecksumIEEE(body) != sum {
-		release()
-		return nil, nil, false
-	}
-	return body, release, true
-}
+// maxInstrumented bounds a rewritten module read from the cache.
+const maxInstrumented = 1 << 30
 
-func writeInstrumented(path string, body []byte) {
-	var sum [4]byte
-	binary.LittleEndian.PutUint32(sum[:], crc32.ChecksumIEEE(body))
-	writeCacheFile(path, []byte(instrumentedMagic), sum[:], body)
-}
+// instrumented is where c keeps rewritten modules.
+func (c *Cache) instrumented() blobStore { return blobStore{dir: filepath.Join(c.dir, "instrumented")} }
 
 // writeCacheFile writes the concatenation of parts to path through a
 // temporary file and a rename, so that a reader sees the whole entry or
-// none. Best effort: the cache is an accelerator.
-func writeCacheFile(path string, parts ...[]byte) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return
+// none, and reports whether it did. Best effort: the cache is an
+// accelerator.
+func writeCacheFile(path string, parts ...[]byte) bool {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
-		return
+		return false
 	}
 	for _, b := range parts {
 		if _, err = f.Write(b); err != nil {
@@ -130,6 +110,7 @@ func writeCacheFile(path string, parts ...[]byte) {
 	if err != nil {
 		os.Remove(f.Name())
 	}
+	return err == nil
 }
 
 // rewrite prepares b for images when it can, then instruments it.

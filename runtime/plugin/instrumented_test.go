@@ -16,8 +16,8 @@ import (
 
 // TestInstrumentedModulesAreCached loads a guest through a fresh on-disk
 // cache: the first load stores the rewritten module, a later load reads it
-// back (proved by planting a marked but valid entry and seeing it used),
-// and a corrupt entry is rebuilt rather than trusted.
+// back (proved by storing a marked but valid entry and seeing it used),
+// and an entry changed on disk is rebuilt rather than trusted.
 func TestInstrumentedModulesAreCached(t *testing.T) {
 	ctx := context.Background()
 	src, err := os.ReadFile(testkit(t))
@@ -32,7 +32,8 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	entry := filepath.Join(dir, "instrumented", digest+"-"+interrupt.Version+"-"+interrupt.SnapshotVersion+".wasm")
+	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
+	store := c.instrumented()
 
 	load := func() *Plugin {
 		t.Helper()
@@ -52,7 +53,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	}
 
 	readEntry := func() ([]byte, bool) {
-		b, release, ok := readInstrumented(entry)
+		b, release, ok := store.get(key, maxInstrumented)
 		if !ok {
 			return nil, false
 		}
@@ -68,35 +69,61 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	if !ok || !bytes.Equal(got, want) {
 		t.Fatalf("after the first load the cache entry holds %d bytes (ok %v), want the %d rewritten bytes", len(got), ok, len(want))
 	}
+	// The entry is named by the sha256 of its own bytes.
+	wantSum := sha256.Sum256(want)
+	if ref := store.ref(key); ref != hex.EncodeToString(wantSum[:]) {
+		t.Fatalf("the entry is named %q, want the sha256 of the rewritten module", ref)
+	}
 
-	// A later load must take the entry as it is: plant one that differs
+	// A later load must take the entry as it is: store one that differs
 	// from a fresh rewrite (a custom section appended, still valid Wasm)
 	// and check the cache hands back exactly it.
 	marked := append(bytes.Clone(want), 0, 5, 3, 'd', 's', 'h', 1)
-	writeInstrumented(entry, marked)
+	store.put(key, marked)
 	if ib, err := c.instrument(digest, src); err != nil || !bytes.Equal(ib, marked) {
-		t.Fatalf("warm lookup returned %d bytes, %v; want the planted entry", len(ib), err)
+		t.Fatalf("warm lookup returned %d bytes, %v; want the stored entry", len(ib), err)
 	}
 	load()
 
-	// A corrupt entry is rebuilt, not trusted.
-	raw, err := os.ReadFile(entry)
-	if err != nil {
-		t.Fatal(err)
+	// An entry changed in place (what a plugin that could write the
+	// cache directory would do) is rebuilt, not trusted: one byte
+	// flipped, the whole module replaced, or cut short.
+	for what, change := range map[string]func([]byte) []byte{
+		"a flipped byte":   func(b []byte) []byte { b[len(b)-10] ^= 0xff; return b },
+		"a planted module": func([]byte) []byte { return append(bytes.Clone(want), 0, 6, 5, 'e', 'v', 'i', 'l', 1) },
+		"a truncated file": func(b []byte) []byte { return b[:len(b)/2] },
+	} {
+		obj := store.objPath(store.ref(key))
+		raw, err := os.ReadFile(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(obj, change(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if ib, err := c.instrument(digest, src); err != nil || !bytes.Equal(ib, want) {
+			t.Fatalf("after %s the cache gave %d bytes, %v; want a fresh rewrite", what, len(ib), err)
+		}
+		if got, ok := readEntry(); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("after %s the entry was not rebuilt (ok %v, %d bytes)", what, ok, len(got))
+		}
 	}
-	raw[len(raw)-10] ^= 0xff
-	if err := os.WriteFile(entry, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	load()
-	if got, ok := readEntry(); !ok || !bytes.Equal(got, want) {
-		t.Fatalf("a corrupt entry was not rebuilt (ok %v, %d bytes)", ok, len(got))
-	}
-	// So is a truncated one.
-	if err := os.WriteFile(entry, []byte(instrumentedMagic), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if ib, err := c.instrument(digest, src); err != nil || !bytes.Equal(ib, want) {
-		t.Fatalf("a truncated entry gave %d bytes, %v", len(ib), err)
+}
+
+// The cache directory is the host's alone: made 0700, and an existing
+// one opened up is closed again.
+func TestCacheDirIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	for _, before := range []func(){func() {}, func() { os.Chmod(dir, 0o777) }} {
+		before()
+		c, err := NewCache(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close(context.Background())
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("cache dir mode %v (%v), want 0700", fi.Mode().Perm(), err)
+		}
 	}
 }

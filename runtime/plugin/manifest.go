@@ -8,10 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -288,24 +285,19 @@ func (p *Plugin) manifestKey() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (c *Cache) manifestPath(key string) string {
-	return filepath.Join(c.manifests, key+".json")
-}
+// manifestStore is where c keeps manifests.
+func (c *Cache) manifestStore() blobStore { return blobStore{dir: c.manifests} }
 
 // readManifest returns the manifest stored under key, if there is a
-// well-formed one.
+// well-formed one whose bytes are what their name says.
 func (c *Cache) readManifest(key string) (*manifest, bool) {
-	f, err := os.Open(c.manifestPath(key))
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
 	// A manifest records at most maxManifest bytes, each at most 4/3 as
 	// long in base64; anything much longer is not one of ours.
-	b, err := io.ReadAll(io.LimitReader(f, 4*maxManifest))
-	if err != nil || len(b) == 4*maxManifest {
+	b, release, ok := c.manifestStore().get(key, 4*maxManifest-1)
+	if !ok {
 		return nil, false
 	}
+	defer release()
 	var m manifest
 	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key || !m.withinBounds() {
 		return nil, false
@@ -338,10 +330,10 @@ func (c *Cache) writeManifest(m *manifest) {
 		c.dropManifest(m.Key) // one readManifest would refuse
 		return
 	}
-	writeCacheFile(c.manifestPath(m.Key), b)
+	c.manifestStore().put(m.Key, b)
 }
 
-func (c *Cache) dropManifest(key string) { os.Remove(c.manifestPath(key)) }
+func (c *Cache) dropManifest(key string) { c.manifestStore().drop(key) }
 
 // recordedManifest is the manifest of the init rec recorded, or nil with
 // the reason it cannot be replayed.

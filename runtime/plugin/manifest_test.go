@@ -83,16 +83,19 @@ func loadTaken(t *testing.T, dir string, spec Spec, taken string) (*Host, *Plugi
 
 func manifestsIn(t *testing.T, dir string) []manifest {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	store := blobStore{dir: dir}
+	refs, _ := filepath.Glob(store.refPath("*"))
 	var ms []manifest
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, ref := range refs {
+		b, release, ok := store.get(filepath.Base(ref), 4*maxManifest)
+		if !ok {
+			t.Fatalf("%s: no valid entry", ref)
 		}
 		var m manifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s: %v", f, err)
+		err := json.Unmarshal(b, &m)
+		release()
+		if err != nil {
+			t.Fatalf("%s: %v", ref, err)
 		}
 		ms = append(ms, m)
 	}
@@ -970,9 +973,7 @@ func overwriteManifest(t *testing.T, dir string, m manifest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, m.Key+".json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	blobStore{dir: dir}.put(m.Key, b)
 }
 
 // A manifest file past the bounds is neither used nor written.
@@ -982,7 +983,7 @@ func TestManifestFileBounds(t *testing.T) {
 	if _, ok := c.readManifest(m.Key); !ok {
 		t.Fatal("the recorded manifest does not read back")
 	}
-	path := filepath.Join(dir, m.Key+".json")
+	path := blobStore{dir: dir}.refPath(m.Key)
 	many := m
 	for range maxEvents + 1 {
 		many.Events = append(many.Events, recordedEvent{Event: "custom/ping", Payload: []byte("{}")})
@@ -1016,7 +1017,7 @@ func TestModuleThatIsNotItsManifestsIsNotRetried(t *testing.T) {
 	dir, spec, m, _ := recordOne(t)
 	m.Exports = append(m.Exports, "dsh_extra")
 	overwriteManifest(t, dir, m)
-	path := filepath.Join(dir, m.Key+".json")
+	path := blobStore{dir: dir}.refPath(m.Key)
 	h, p := loadAgain(t, dir, spec)
 	_, err1 := h.CallTool(bg, agent("a", "m"), "counter", nil)
 	if !errors.Is(err1, ErrABI) {

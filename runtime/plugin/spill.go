@@ -22,16 +22,22 @@ type spillTarget struct {
 	dir   *os.Root      // the granted root opened, when it was (the workspace); root is then only its name
 	rel   string        // the directory, relative to root
 	quota *fsjail.Quota // the plugin's disk quota, charged before each write; nil: none
+	// hostState names the host-state directory a path lies in, or "":
+	// the host never writes a spill file there (see HostState).
+	hostState func(path string) string
 }
 
 // spillTargetFor checks the spill_dir of an exec request: absolute, clean,
 // inside a writable root of the call. It creates the directory.
-func spillTargetFor(dir string, mounts []fsjail.Mount) (*spillTarget, hostfns.Status, string) {
+func spillTargetFor(dir string, mounts []fsjail.Mount, hostState func(string) string) (*spillTarget, hostfns.Status, string) {
 	if dir == "" {
 		return nil, 0, ""
 	}
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("spill_dir %q: want a clean absolute path", dir)
+	}
+	if h := hostState(dir); h != "" {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q lies inside %s, the host's own state", dir, h)
 	}
 	var best *fsjail.Mount
 	for i, m := range mounts {
@@ -51,7 +57,7 @@ func spillTargetFor(dir string, mounts []fsjail.Mount) (*spillTarget, hostfns.St
 	if err != nil {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("spill_dir %q: %v", dir, err)
 	}
-	t := &spillTarget{root: best.HostPath, dir: best.Dir, rel: rel}
+	t := &spillTarget{root: best.HostPath, dir: best.Dir, rel: rel, hostState: hostState}
 	r, err := t.open()
 	if err != nil {
 		return nil, hostfns.ErrInternal, fmt.Sprintf("spill_dir %q: %v", dir, err)
@@ -150,6 +156,17 @@ func (w *spillWriter) save(p []byte) error {
 		}
 	}
 	f, err := r.OpenFile(filepath.Join(w.t.rel, w.name), flags, 0o600)
+	if err == nil {
+		// The directory is judged where the file really landed (a
+		// symlink swapped since spillTargetFor could have moved it).
+		if h, real := w.t.landedIn(f); h != "" {
+			if w.path == "" {
+				os.Remove(real) // the empty file just made there
+			}
+			f.Close()
+			err = fmt.Errorf("the spill file would lie inside %s, the host's own state", h)
+		}
+	}
 	if err != nil {
 		if q := w.t.quota; q != nil {
 			q.Release(int64(len(p)), newFiles)
@@ -182,4 +199,18 @@ func (w *spillWriter) result(o *hostfns.ExecOutput) {
 		o.SpillPath = w.path
 		o.SpillTruncated = w.full || w.failed != nil
 	}
+}
+
+// landedIn names the host-state directory the open file f lies in, as the
+// kernel resolved it (/proc/self/fd, on Linux), and that path; "" when it
+// lies in none.
+func (t *spillTarget) landedIn(f *os.File) (string, string) {
+	if t.hostState == nil {
+		return "", ""
+	}
+	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		return "", ""
+	}
+	return t.hostState(real), real
 }

@@ -134,6 +134,16 @@ func (m *Manager) bwrapArgs(bwrap, dir string, argv []string, fdBase int) []stri
 			args = append(args, "--ro-bind", r.Path, r.Path)
 		}
 	}
+	// Host state inside a root is covered by an empty read-only tmpfs,
+	// after the roots so that no bind lands over it.
+	// The directories leading to it are bound onto themselves, so that
+	// they cannot be renamed away from under the cover.
+	for _, g := range m.guards() {
+		args = append(args, "--bind", g, g)
+	}
+	for _, h := range m.hiddenInRoots() {
+		args = append(args, "--tmpfs", h, "--remount-ro", h)
+	}
 	// The sandbox's own root (an empty tmpfs holding the mount points)
 	// is read-only too: the only scratch space is /tmp, /var/tmp and /run.
 	args = append(args, "--remount-ro", "/")

@@ -76,14 +76,24 @@
 // bwrap fails the run with ErrBwrapMissing; there is never a silent
 // fallback.
 //
+// Host state (Options.Hidden: the agent's compile cache and sessions) is
+// never a root or a working directory. With Sandbox each hidden directory
+// inside a root is covered by an empty read-only tmpfs; in
+// ModePIDNamespace without Sandbox the launch helper covers every one in
+// the command's own mount namespace. Either way the directories between a
+// root and a hidden one are bound onto themselves, so the command cannot
+// rename them (EBUSY) and move the host state out from under the cover. Landlock is not used for it: its
+// rules only allow, and a rule for a root would allow all below it.
+//
 // Not guaranteed: without Sandbox, a command can read and write anything
 // the agent's user can without capabilities, anywhere, read-only roots
-// included, and use the network; only its starting directory is
-// confined. For a root given as a path, the cwd check is path based and
-// can race with a concurrent rename of a directory component; a root
-// given opened (Root.Dir) is reached only through its descriptor. No CPU quota and no total disk quota
-// (RLIMIT_FSIZE bounds each file) are applied, and no seccomp filter is
-// installed.
+// included (and, outside ModePIDNamespace, the hidden host state), and
+// use the network; only its starting directory is confined. For a root
+// given as a path, the cwd check is path based and can race with a
+// concurrent rename of a directory component; a root given opened
+// (Root.Dir) is reached only through its descriptor. No CPU quota and no
+// total disk quota (RLIMIT_FSIZE bounds each file) are applied, and no
+// seccomp filter is installed.
 package execjail
 
 import (
@@ -95,6 +105,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,6 +210,16 @@ type Options struct {
 	// MaxFinished bounds finished tasks kept for Poll; the oldest are
 	// forgotten first (DefaultMaxFinished).
 	MaxFinished int
+	// Hidden are host directories commands must not see (the host's own
+	// state). A root inside one is refused, and so is a working directory.
+	// With Sandbox, each one inside a root is covered by an empty
+	// read-only tmpfs; in ModePIDNamespace without Sandbox the launch
+	// helper covers every one the same way in the command's own mount
+	// namespace. In the other modes without Sandbox a command is not
+	// confined to its roots at all (see the package documentation), and
+	// Hidden cannot hide anything from it. A path that does not exist
+	// when the Manager is made is skipped.
+	Hidden []string
 	// Limits bound the commands' processes, memory and file sizes; zero
 	// fields take the defaults (DefaultMaxProcesses, DefaultMemory,
 	// DefaultFileBytes). Enforced reports how each is enforced.
@@ -260,8 +281,10 @@ type Status struct {
 type Manager struct {
 	opts  Options
 	roots []Root // resolved
-	mode  Mode
-	bash  string
+	// hidden are Options.Hidden, resolved, the ones that exist.
+	hidden []string
+	mode   Mode
+	bash   string
 
 	mu       sync.Mutex
 	closed   bool
@@ -303,6 +326,19 @@ func NewManager(opts Options) (*Manager, error) {
 			m.closeRoots()
 		}
 	}()
+	for _, h := range opts.Hidden {
+		if !filepath.IsAbs(h) {
+			return nil, fmt.Errorf("%w: hidden path %q is not absolute", ErrInvalidOptions, h)
+		}
+		resolved, err := filepath.EvalSymlinks(h)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: hidden path %q: %w", ErrInvalidOptions, h, err)
+		}
+		m.hidden = append(m.hidden, resolved)
+	}
 	for _, r := range opts.Roots {
 		if !filepath.IsAbs(r.Path) {
 			return nil, fmt.Errorf("%w: root %q is not absolute", ErrInvalidOptions, r.Path)
@@ -324,6 +360,9 @@ func NewManager(opts Options) (*Manager, error) {
 		}
 		if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%w: root %q is not a directory", ErrInvalidOptions, r.Path)
+		}
+		if h := m.hiddenAt(resolved); h != "" {
+			return nil, fmt.Errorf("%w: root %q is inside %s, which commands may not see", ErrInvalidOptions, r.Path, h)
 		}
 		m.roots = append(m.roots, Root{Path: resolved, Writable: r.Writable})
 	}
@@ -600,6 +639,9 @@ func (m *Manager) resolveDir(dir string) (workDir, error) {
 	if !fi.IsDir() {
 		return workDir{}, fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, dir)
 	}
+	if h := m.hiddenAt(resolved); h != "" {
+		return workDir{}, fmt.Errorf("%w: %q resolves to %q, inside %s, which commands may not see", ErrCwdOutsideRoots, dir, resolved, h)
+	}
 	for _, r := range m.roots {
 		if r.Dir == nil && within(r.Path, resolved) {
 			return workDir{host: resolved, guest: resolved}, nil
@@ -640,7 +682,68 @@ func (m *Manager) openBeneath(r Root, rel string) (workDir, error) {
 		f.Close()
 		return workDir{}, fmt.Errorf("%w: %q is not a directory", ErrInvalidCwd, shown)
 	}
+	// Host state is refused as a working directory here too: the kernel
+	// names the directory the descriptor holds, wherever it now is.
+	if real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil {
+		if h := m.hiddenAt(real); h != "" {
+			f.Close()
+			return workDir{}, fmt.Errorf("%w: %q is %q, inside %s, which commands may not see", ErrCwdOutsideRoots, shown, real, h)
+		}
+	}
 	return workDir{host: fmt.Sprintf("/proc/self/fd/%d", f.Fd()), guest: shown, file: f}, nil
+}
+
+// hiddenAt returns the hidden directory that is path or holds it, or "".
+func (m *Manager) hiddenAt(path string) string {
+	for _, h := range m.hidden {
+		if within(h, path) {
+			return h
+		}
+	}
+	return ""
+}
+
+// guards returns the directories between a root and a hidden directory
+// inside it, parents first: a command must not rename them, or the host
+// state would move out from under its cover (and the host would make a
+// new one where it looks). Each is bound onto itself, so the kernel
+// refuses to rename or remove it (EBUSY: a mount point).
+func (m *Manager) guards() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range m.hidden {
+		for _, r := range m.roots {
+			if !within(r.Path, h) || r.Path == h {
+				continue
+			}
+			var chain []string
+			for d := filepath.Dir(h); d != r.Path && within(r.Path, d); d = filepath.Dir(d) {
+				chain = append(chain, d)
+			}
+			for i := len(chain) - 1; i >= 0; i-- {
+				if !seen[chain[i]] {
+					seen[chain[i]] = true
+					out = append(out, chain[i])
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) < len(out[j]) })
+	return out
+}
+
+// hiddenInRoots returns the hidden directories that lie inside a root.
+func (m *Manager) hiddenInRoots() []string {
+	var in []string
+	for _, h := range m.hidden {
+		for _, r := range m.roots {
+			if within(r.Path, h) {
+				in = append(in, h)
+				break
+			}
+		}
+	}
+	return in
 }
 
 func within(root, path string) bool {
@@ -707,4 +810,14 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %q not found in PATH", ErrInvalidCommand, name)
+}
+
+// helperHides is what the launch helper covers in the command's own mount
+// namespace: every hidden directory, in ModePIDNamespace without Sandbox
+// (the helper has that namespace then; with Sandbox, bwrap covers them).
+func (m *Manager) helperHides() (hide, guard []string) {
+	if m.mode != ModePIDNamespace || m.opts.Sandbox {
+		return nil, nil
+	}
+	return m.hidden, m.guards()
 }

@@ -57,6 +57,12 @@ type helperConfig struct {
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	// MountProc mounts a new /proc (PID namespace mode).
 	MountProc bool `json:"mount_proc,omitempty"`
+	// Hide are directories covered by an empty read-only tmpfs in the
+	// command's mount namespace (with MountProc).
+	Hide []string `json:"hide,omitempty"`
+	// Guard are directories bound onto themselves (with MountProc), so
+	// that the command cannot rename them: those leading to Hide.
+	Guard []string `json:"guard,omitempty"`
 	// FileBytes is RLIMIT_FSIZE; 0 leaves it.
 	FileBytes uint64 `json:"file_bytes,omitempty"`
 	// KeepCaps passes bwrapCaps to the next program as ambient
@@ -119,6 +125,17 @@ func confine(cfg helperConfig) error {
 		}
 		if err := readOnlyKernelFiles(); err != nil {
 			return err
+		}
+		for _, g := range cfg.Guard {
+			if err := unix.Mount(g, g, "", unix.MS_BIND, ""); err != nil && err != unix.ENOENT {
+				return fmt.Errorf("guard %s: %w", g, err)
+			}
+		}
+		for _, h := range cfg.Hide {
+			err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+			if err != nil && err != unix.ENOENT {
+				return fmt.Errorf("hide %s: %w", h, err)
+			}
 		}
 	}
 	if cfg.FileBytes > 0 {

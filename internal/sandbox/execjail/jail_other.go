@@ -23,6 +23,8 @@ type helperConfig struct {
 	ErrFD       int      `json:"err_fd"`
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	MountProc   bool     `json:"mount_proc,omitempty"`
+	Hide        []string `json:"hide,omitempty"`
+	Guard       []string `json:"guard,omitempty"`
 	FileBytes   uint64   `json:"file_bytes,omitempty"`
 	KeepCaps    bool     `json:"keep_caps,omitempty"`
 	Scope       uint64   `json:"scope,omitempty"`

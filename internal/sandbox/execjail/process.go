@@ -180,10 +180,13 @@ func (m *Manager) start(ctx context.Context, c Command, task bool) (*process, er
 		return nil, fmt.Errorf("%w: bound roots would start at descriptor %d, not %d", ErrStart, errFD+1, bindFDBase)
 	}
 	extra = append(extra, bindFiles...)
+	hide, guard := m.helperHides()
 	hc := helperConfig{
 		ErrFD:       errFD,
 		CgroupProcs: limits.procsFiles(),
 		MountProc:   m.mode == ModePIDNamespace && !m.opts.Sandbox,
+		Hide:        hide,
+		Guard:       guard,
 		FileBytes:   uint64(m.opts.Limits.FileBytes),
 		KeepCaps:    m.opts.Sandbox,
 		Scope:       commandScope(),

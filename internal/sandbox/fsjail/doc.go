@@ -76,6 +76,14 @@
 // (sparse holes included) and created entries to a Quota shared by a
 // plugin's jails; see Quota.
 //
+// # Hidden directories
+//
+// WithHidden names host directories inside a mount that the guest must not
+// see (the host's own state). They are known by identity and judged by
+// descriptor, as nested mounts are: everything that lands in one fails
+// with ENOENT, listings leave it out, and the directories that lead to it
+// cannot be moved. See hidden_unix.go.
+//
 // # Read-only mounts
 //
 // On a read-only mount every mutating operation fails with EROFS: opening with

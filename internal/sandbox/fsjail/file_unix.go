@@ -26,8 +26,9 @@ type file struct {
 	flag     experimentalsys.Oflag
 	readOnly bool
 	closed   bool
-	open     *openCounter // released on Close
-	quota    *Quota       // nil: no quota; else this file is in quota.open
+	open     *openCounter    // released on Close
+	quota    *Quota          // nil: no quota; else this file is in quota.open
+	hidden   map[devIno]bool // directories a listing leaves out (hidden_unix.go)
 
 	// Fields that do not change while the file is open, filled by the
 	// first successful Stat.
@@ -335,6 +336,8 @@ func (f *file) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) 
 			for _, name := range names {
 				st, err := lstatAt(dirfd, name)
 				switch {
+				case err == nil && f.hidden[devIno{uint64(st.Dev), uint64(st.Ino)}]:
+					// Hidden from the guest: not there.
 				case err == nil:
 					dirents = append(dirents, experimentalsys.Dirent{
 						Name: name,

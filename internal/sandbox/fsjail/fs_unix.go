@@ -36,6 +36,11 @@ type rootFS struct {
 	// Both are set once by New, before the mount is used.
 	id     devIno
 	nested map[devIno]bool
+	// hidden holds the identities of the hidden directories below the
+	// root, guards those of the directories between the root and one
+	// (see hidden_unix.go). Set once by New.
+	hidden map[devIno]bool
+	guards map[devIno]bool
 }
 
 var _ experimentalsys.FS = (*rootFS)(nil)
@@ -199,6 +204,7 @@ func (r *rootFS) openFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	}
 	file, errno := newFile(f, flag, ro, r.open)
 	if errno == 0 {
+		file.hidden = r.hidden
 		errno = file.checkFileType(flag)
 	}
 	if errno == 0 && r.quota != nil {
@@ -215,7 +221,7 @@ func (r *rootFS) openFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 // hasNested reports whether other mounts' roots may lie below this
 // read-write mount, so that mutations must find the innermost one.
 func (r *rootFS) hasNested() bool {
-	return !r.readOnly && len(r.nested) > 0
+	return (!r.readOnly && len(r.nested) > 0) || len(r.hidden) > 0
 }
 
 // openNoFollow opens name without following a symlink in its final
@@ -246,7 +252,7 @@ func (r *rootFS) openNoFollow(name string, osFlag int, perm fs.FileMode) (*os.Fi
 func (r *rootFS) inParent(dir string, fn func(dirfd int) error) error {
 	d, err := r.root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return err
+		return r.hideErr(dir, err)
 	}
 	defer d.Close()
 	rc, err := d.SyscallConn()
@@ -332,7 +338,29 @@ func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
 	}
+	if len(r.hidden) > 0 {
+		return r.statVisible(name, experimentalsys.O_NOFOLLOW)
+	}
 	fi, err := r.root.Lstat(name)
+	if err != nil {
+		return sys.Stat_t{}, toErrno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// statVisible stats name in a mount with hidden directories, through a
+// descriptor openNested judged (pathOpenFlag: without reading it).
+func (r *rootFS) statVisible(name string, flag experimentalsys.Oflag) (sys.Stat_t, experimentalsys.Errno) {
+	osFlag := pathOpenFlag
+	if flag&experimentalsys.O_NOFOLLOW != 0 {
+		osFlag |= unix.O_NOFOLLOW
+	}
+	f, _, err := r.openNested(name, flag, osFlag, 0)
+	if err != nil {
+		return sys.Stat_t{}, toErrno(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return sys.Stat_t{}, toErrno(err)
 	}
@@ -345,6 +373,9 @@ func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 	name = rel(name)
 	if name == "" {
 		return sys.Stat_t{}, experimentalsys.ENOENT
+	}
+	if len(r.hidden) > 0 {
+		return r.statVisible(name, 0)
 	}
 	fi, err := r.root.Stat(name)
 	if err != nil {
@@ -412,7 +443,7 @@ func (r *rootFS) mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
 			return errno
 		}
 		return toErrno(r.inParent(dir, func(dirfd int) error {
-			if err := r.writableAt(dirfd); err != nil {
+			if err := errors.Join(r.writableAt(dirfd), r.checkEntry(dirfd, base, false)); err != nil {
 				return err
 			}
 			_, err := retryEINTR(func() (int, error) { return 0, unix.Mkdirat(dirfd, base, uint32(perm&fs.ModePerm)) })
@@ -593,7 +624,7 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 	}
 	err := r.inParent(dir, func(dirfd int) error {
 		if r.hasNested() {
-			if err := r.writableAt(dirfd); err != nil {
+			if err := errors.Join(r.writableAt(dirfd), r.checkEntry(dirfd, base, true)); err != nil {
 				return err
 			}
 		}
@@ -673,7 +704,7 @@ func (r *rootFS) symlink(oldName, linkName string) experimentalsys.Errno {
 			return errno
 		}
 		return toErrno(r.inParent(dir, func(dirfd int) error {
-			if err := r.writableAt(dirfd); err != nil {
+			if err := errors.Join(r.writableAt(dirfd), r.checkEntry(dirfd, base, false)); err != nil {
 				return err
 			}
 			_, err := retryEINTR(func() (int, error) { return 0, unix.Symlinkat(oldName, dirfd, base) })
@@ -689,6 +720,21 @@ func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
 	name = rel(name)
 	if name == "" {
 		return "", experimentalsys.ENOENT
+	}
+	if len(r.hidden) > 0 {
+		dir, base, _, errno := target(name)
+		if errno != 0 {
+			return "", errno
+		}
+		var dst string
+		err := r.inVisibleParent(dir, base, func(dirfd int) (err error) {
+			dst, err = readlinkAt(dirfd, base)
+			return err
+		})
+		if err != nil {
+			return "", toErrno(err)
+		}
+		return dst, 0
 	}
 	dst, err := r.root.Readlink(name)
 	if err != nil {
@@ -715,7 +761,8 @@ func (r *rootFS) linkNested(oldName, newName string) experimentalsys.Errno {
 	}
 	return toErrno(r.inParent(oldDir, func(oldfd int) error {
 		return r.inParent(newDir, func(newfd int) error {
-			if err := errors.Join(r.writableAt(oldfd), r.writableAt(newfd)); err != nil {
+			if err := errors.Join(r.writableAt(oldfd), r.writableAt(newfd),
+				r.checkEntry(oldfd, oldBase, false), r.checkEntry(newfd, newBase, false)); err != nil {
 				return err
 			}
 			_, err := retryEINTR(func() (int, error) { return 0, unix.Linkat(oldfd, oldBase, newfd, newBase, 0) })

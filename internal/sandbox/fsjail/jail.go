@@ -43,6 +43,9 @@ var (
 	// ErrUnsupportedFSConfig reports a wazero.FSConfig that cannot take a
 	// sys.FS mount (it does not implement experimental/sysfs.FSConfig).
 	ErrUnsupportedFSConfig = errors.New("fsjail: FSConfig does not support sys.FS mounts")
+	// ErrHidden reports a mount whose root is, or lies inside, a
+	// directory hidden by WithHidden.
+	ErrHidden = errors.New("fsjail: mount lies inside a hidden directory")
 	// ErrUnsupportedPlatform reports an operating system the jail cannot
 	// enforce itself on.
 	ErrUnsupportedPlatform = errors.New("fsjail: unsupported platform")
@@ -104,6 +107,15 @@ func New(mounts []Mount, opts ...Option) (*Jail, error) {
 			return nil, fmt.Errorf("fsjail: mount %d (host path %q at %q): %w", i, m.HostPath, m.GuestPath, err)
 		}
 		j.fss = append(j.fss, fs)
+	}
+	if len(o.hidden) > 0 {
+		if err := linkHidden(j.mounts, j.fss, o.hidden); err != nil {
+			_ = j.Close()
+			if errors.Is(err, ErrHidden) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("fsjail: %w", err)
+		}
 	}
 	if len(j.fss) > 1 {
 		if err := linkNested(j.fss); err != nil {

@@ -131,7 +131,7 @@ func ancestors(fd int) (devIno, map[devIno]bool, error) {
 // readOnlyAt reports whether the directory dirfd lies in a read-only area:
 // the mode of the innermost mount root at or above it.
 func (r *rootFS) readOnlyAt(dirfd int) (bool, error) {
-	if r.readOnly || len(r.nested) == 0 {
+	if len(r.hidden) == 0 && (r.readOnly || len(r.nested) == 0) {
 		return r.readOnly, nil
 	}
 	fd, owned := dirfd, -1
@@ -145,11 +145,14 @@ func (r *rootFS) readOnlyAt(dirfd int) (bool, error) {
 		if err != nil {
 			return true, err
 		}
+		if r.hidden[id] {
+			return true, syscall.ENOENT
+		}
 		if id == r.id {
 			return r.readOnly, nil
 		}
 		if ro, ok := r.nested[id]; ok {
-			return ro, nil
+			return r.readOnly || ro, nil
 		}
 		up, err := retryEINTR(func() (int, error) {
 			return unix.Openat(fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
@@ -187,6 +190,9 @@ func (r *rootFS) writableAt(dirfd int) error {
 // notReadOnlyRoot fails with EROFS if base in dirfd is the root of a nested
 // read-only mount, which cannot be moved or removed through this one.
 func (r *rootFS) notReadOnlyRoot(dirfd int, base string) error {
+	if err := r.checkEntry(dirfd, base, true); err != nil {
+		return err
+	}
 	if len(r.nested) == 0 {
 		return nil
 	}
@@ -214,7 +220,7 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 			// itself. Writes to a directory fail anyway.
 			f, err := r.root.OpenFile(name, osFlag, perm)
 			if err != nil {
-				return nil, false, err
+				return nil, false, r.hideErr(name, err)
 			}
 			ro, err := r.readOnlyAt(int(f.Fd()))
 			if err == nil && ro && write {
@@ -235,6 +241,9 @@ func (r *rootFS) openNested(name string, flag experimentalsys.Oflag, osFlag int,
 		err := r.inParent(dir, func(dirfd int) error {
 			st, err := lstatAt(dirfd, base)
 			exists := err == nil
+			if exists && r.hidden[devIno{uint64(st.Dev), uint64(st.Ino)}] {
+				return syscall.ENOENT
+			}
 			if exists && st.Mode&unix.S_IFMT == unix.S_IFLNK && flag&experimentalsys.O_NOFOLLOW == 0 {
 				if flag&(experimentalsys.O_CREAT|experimentalsys.O_EXCL) == experimentalsys.O_CREAT|experimentalsys.O_EXCL {
 					return syscall.EEXIST

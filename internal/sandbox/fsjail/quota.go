@@ -111,11 +111,20 @@ func (q *Quota) roomLocked() int64 { return max(q.maxBytes-q.bytes, 0) }
 type Option func(*options)
 
 type options struct {
-	quota *Quota
+	quota  *Quota
+	hidden []string
 }
 
 // WithQuota charges every write and creation through the Jail to q, which
 // several Jails (a plugin's instances) may share.
 func WithQuota(q *Quota) Option {
 	return func(o *options) { o.quota = q }
+}
+
+// WithHidden hides host directories from the guest: each one that lies
+// below a mount's root is not there for the guest (see hidden_unix.go),
+// and a mount whose root is one of them, or lies inside one, is refused
+// with ErrHidden. A path that does not exist when New runs is skipped.
+func WithHidden(paths ...string) Option {
+	return func(o *options) { o.hidden = append(o.hidden, paths...) }
 }

@@ -43,3 +43,8 @@ func fdatasync(fd int) error {
 	_, err := retryEINTR(func() (int, error) { return 0, unix.Fsync(fd) })
 	return err
 }
+
+// pathOpenFlag opens a name only to stat it. Without O_PATH it is read
+// access: in a mount with hidden directories, a file without read
+// permission cannot be stat'ed here.
+const pathOpenFlag = unix.O_RDONLY | unix.O_NONBLOCK

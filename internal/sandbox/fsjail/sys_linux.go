@@ -35,3 +35,7 @@ func fdatasync(fd int) error {
 	_, err := retryEINTR(func() (int, error) { return 0, unix.Fdatasync(fd) })
 	return err
 }
+
+// pathOpenFlag opens a name only to stat it: without reading it, so that
+// a file the guest may not read can still be stat'ed.
+const pathOpenFlag = unix.O_PATH | unix.O_NONBLOCK

@@ -57,6 +57,9 @@ func New(root string, opts Options) *Store {
 	return s
 }
 
+// Dir is the directory the store keeps its sessions under.
+func (s *Store) Dir() string { return s.root }
+
 // dirName is the directory of the sessions with working directory cwd.
 func dirName(cwd string) string {
 	if cwd == "" {
