@@ -113,7 +113,7 @@ plugins:
     grants:
       fs: [{path: workspace, mode: rw}]
   - source: builtin:hooks-claude
-    config: {config_path: .claude/settings.json, read_from_workspace: true}
+    config: {config_path: .claude/settings.json}
     grants:
       fs: [{path: workspace, mode: ro}]
       exec: {allowed: true}
