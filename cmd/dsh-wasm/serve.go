@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -162,9 +161,9 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 		storeName = "PostgreSQL"
 	}
 	fmt.Fprintf(s.err, "dsh-wasm: serving on http://%s (sessions in %s)\n", ln.Addr(), storeName)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs, capped := newHTTPServer(ln, srv.Handler(), cfg.HTTP)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(capped) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -70,6 +70,8 @@ type Deployment struct {
 	Store *Store `json:"store,omitempty"`
 	// Serve configures `dsh-wasm serve`.
 	Serve *Serve `json:"serve,omitempty"`
+	// HTTP bounds the connections of serve and mcp --listen (http.go).
+	HTTP HTTP `json:"http,omitzero"`
 	// Subagents configures the subagent providers.
 	Subagents Subagents `json:"subagents,omitzero"`
 }
@@ -244,6 +246,7 @@ func (d *decoder) deployment(node *yaml.Node, dir string) *Deployment {
 		"limits":    func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
 		"store":     func(v *yaml.Node, f string) { dep.Store = d.store(v, f) },
 		"serve":     func(v *yaml.Node, f string) { dep.Serve = d.serve(v, f, dir) },
+		"http":      func(v *yaml.Node, f string) { dep.HTTP = d.http(v, f) },
 		"subagents": func(v *yaml.Node, f string) { dep.Subagents = d.subagents(v, f) },
 	})
 	if n.Kind == yaml.MappingNode && !haveModel {

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+)
+
+// fdReserve is how many descriptors below the process's limit the
+// connection cap stops: session files, the store's connections, the
+// plugins' files, the listener.
+const fdReserve = 64
+
+// newHTTPServer is the one place serve and mcp --listen build their
+// server: the request read bounded (ReadTimeout, headers and body), a
+// deadline on every write renewed at each (deadlineHandler), idle
+// connections closed (IdleTimeout), and the open connections capped
+// below the descriptor limit, the longest-idle closed first for a new one
+// (capListener). It returns the server and the listener to Serve on.
+func newHTTPServer(ln net.Listener, h http.Handler, lim config.HTTP) (*http.Server, net.Listener) {
+	lim = lim.WithDefaults()
+	cl := &capListener{Listener: ln, max: connCap(lim.MaxConnections), conns: map[*trackedConn]*connInfo{}}
+	hs := &http.Server{
+		Handler:     deadlineHandler(h, lim.WriteTimeout),
+		ReadTimeout: lim.ReadTimeout, // and the headers' timeout, ReadHeaderTimeout being 0
+		IdleTimeout: lim.IdleTimeout,
+		ConnState:   cl.setState,
+	}
+	return hs, cl
+}
+
+// connCap is the connection cap: the configured one (0: none), never
+// more than the descriptor limit less fdReserve, and at least 1.
+func connCap(configured int) int {
+	limit := configured
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Cur < uint64(config.MaxHTTPConnections)+fdReserve {
+		if byFD := int(r.Cur) - fdReserve; limit == 0 || byFD < limit {
+			limit = byFD
+		}
+	}
+	if limit <= 0 {
+		limit = 1
+	}
+	return limit
+}
+
+// deadlineHandler renews the connection's write deadline before every
+// write and flush of a response, and once more when the handler returns
+// (for the server's last flush), so that a response is cut only when one
+// write stalls for d: a client that reads nothing. Once the request's
+// body has been read to its end (at once for a request without one), the
+// read deadline is lifted: ReadTimeout bounds reading the request, not
+// how long the answer takes, and the server's watch for a client that
+// hangs up must not fire in a long stream.
+func deadlineHandler(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: d}
+		if r.Body == nil || r.Body == http.NoBody {
+			rc.SetReadDeadline(time.Time{})
+		} else {
+			r.Body = &liftingBody{ReadCloser: r.Body, rc: rc}
+		}
+		defer dw.renew()
+		next.ServeHTTP(dw, r)
+	})
+}
+
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *deadlineWriter) renew() { w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.renew()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.renew()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *deadlineWriter) Flush() { _ = w.FlushError() }
+
+func (w *deadlineWriter) FlushError() error {
+	w.renew()
+	return w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// liftingBody lifts the read deadline when the body has been read.
+type liftingBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *liftingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// capListener caps the connections it has accepted and not yet seen
+// closed. At the cap, accepting one more closes the connection idle the
+// longest (a new one that has sent nothing, or a kept-alive one between
+// requests); when none is idle, the new one is closed. Silent
+// connections thus never hold every descriptor: a new client is
+// answered, and connections with a request running are never cut.
+type capListener struct {
+	net.Listener
+	max int
+
+	mu    sync.Mutex
+	conns map[*trackedConn]*connInfo
+}
+
+type connInfo struct {
+	active bool      // a request is being served
+	since  time.Time // when it last became idle (or was accepted)
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: c, l: l}
+		l.mu.Lock()
+		var victim *trackedConn
+		if len(l.conns) >= l.max {
+			var oldest time.Time
+			for k, info := range l.conns {
+				if !info.active && (victim == nil || info.since.Before(oldest)) {
+					victim, oldest = k, info.since
+				}
+			}
+			if victim != nil {
+				delete(l.conns, victim)
+			}
+		}
+		full := len(l.conns) >= l.max
+		if !full {
+			l.conns[tc] = &connInfo{since: time.Now()}
+		}
+		l.mu.Unlock()
+		if victim != nil {
+			victim.Conn.Close()
+		}
+		if full {
+			c.Close()
+			continue
+		}
+		return tc, nil
+	}
+}
+
+// setState is the server's ConnState hook.
+func (l *capListener) setState(c net.Conn, s http.ConnState) {
+	tc, ok := c.(*trackedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	info := l.conns[tc]
+	switch s {
+	case http.StateClosed, http.StateHijacked:
+		delete(l.conns, tc)
+	case http.StateActive:
+		if info != nil {
+			info.active = true
+		}
+	case http.StateIdle:
+		if info != nil {
+			info.active, info.since = false, time.Now()
+		}
+	}
+}
+
+// trackedConn is an accepted connection; it leaves the count when
+// closed, and closes itself when a write times out (a client that reads
+// nothing), so its descriptor is freed while its handler finishes.
+type trackedConn struct {
+	net.Conn
+	l *capListener
+}
+
+func (c *trackedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *trackedConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
