@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -54,20 +52,12 @@ func connCap(configured int) int {
 // deadlineHandler renews the connection's write deadline before every
 // write and flush of a response, and once more when the handler returns
 // (for the server's last flush), so that a response is cut only when one
-// write stalls for d: a client that reads nothing. Once the request's
-// body has been read to its end (at once for a request without one), the
-// read deadline is lifted: ReadTimeout bounds reading the request, not
-// how long the answer takes, and the server's watch for a client that
-// hangs up must not fire in a long stream.
+// write stalls for d: a client that reads nothing. (The server lifts the
+// read deadline itself once the body is read, when it starts watching
+// for the client to hang up, so ReadTimeout bounds the request only.)
 func deadlineHandler(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: d}
-		if r.Body == nil || r.Body == http.NoBody {
-			rc.SetReadDeadline(time.Time{})
-		} else {
-			r.Body = &liftingBody{ReadCloser: r.Body, rc: rc}
-		}
+		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}
 		defer dw.renew()
 		next.ServeHTTP(dw, r)
 	})
@@ -100,22 +90,6 @@ func (w *deadlineWriter) FlushError() error {
 
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// liftingBody lifts the read deadline when the body has been read.
-type liftingBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *liftingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if errors.Is(err, io.EOF) && !b.done {
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
-}
 
 // capListener caps the connections it has accepted and not yet seen
 // closed. At the cap, accepting one more closes the connection idle the

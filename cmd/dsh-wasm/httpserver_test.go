@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+)
+
+// nofileEnv asks the test binary (TestMain) to set its descriptor limit
+// to the value, then exec its arguments: a child under that limit.
+const nofileEnv = "DSH_TEST_EXEC_NOFILE"
+
+func execUnderNofile() int {
+	n, err := strconv.ParseUint(os.Getenv(nofileEnv), 10, 64)
+	if err != nil || len(os.Args) < 2 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want a number and a command\n", nofileEnv, os.Getenv(nofileEnv))
+		return 2
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+		fmt.Fprintln(os.Stderr, "setrlimit:", err)
+		return 1
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, nofileEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	err = syscall.Exec(os.Args[1], os.Args[1:], env)
+	fmt.Fprintln(os.Stderr, "exec:", err)
+	return 1
+}
+
+// nofileOf reads a process's soft descriptor limit from /proc.
+func nofileOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 && strings.HasPrefix(line, "Max open files") {
+			n, _ := strconv.Atoi(f[3])
+			return n
+		}
+	}
+	t.Fatalf("no open-files limit in %s", b)
+	return 0
+}
+
+// A worker whose descriptor limit is 256 gets 1,000 connections that each
+// send one GET /healthz and then say nothing. A new client is still
+// answered within a second (the cap closes the longest-idle connections),
+// and an SSE turn that started before them, and lasts longer than every
+// timeout, keeps getting its events.
+func TestServeSilentConnections(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Cur < 1200 {
+		lim.Cur = min(lim.Max, 1200)
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 1200 {
+			t.Skipf("this test needs 1,200 descriptors for its clients; the limit is %d (%v)", lim.Cur, err)
+		}
+	}
+	model := &scriptedModel{hung: make(chan string, 4)}
+	ms := httptest.NewServer(model)
+	defer ms.Close()
+	const short = 300 * time.Millisecond
+	const idle = 3 * time.Second
+	cfgPath, env := serveSetup(t, ms.URL, false,
+		fmt.Sprintf("http: {read_timeout: %v, write_timeout: %v, idle_timeout: %v}\n", short, short, idle))
+	cmd := exec.Command(os.Args[0], binary(t), "serve", "--config", cfgPath, "--listen", "127.0.0.1:0")
+	cmd.Env = append(env, nofileEnv+"=256")
+	w := startWorkerCmd(t, cmd)
+	if n := nofileOf(t, w.cmd.Process.Pid); n != 256 {
+		t.Fatalf("the worker's descriptor limit is %d, want 256", n)
+	}
+	addr := strings.TrimPrefix(w.url, "http://")
+
+	s := createSession(t, w, tokenAlpha, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	slow := promptTurn(t, ctx, w, tokenAlpha, s.ID, "slow")
+	if slow.code != http.StatusOK {
+		t.Fatalf("slow: %d %s", slow.code, slow.body)
+	}
+	<-model.hung
+
+	silent := make([]net.Conn, 0, 1000)
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(silent), err)
+		}
+		silent = append(silent, c)
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")); err != nil {
+			t.Fatalf("connection %d: %v", len(silent), err)
+		}
+	}
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	asked := time.Now()
+	resp, err := client.Get(w.url + "/healthz")
+	took := time.Since(asked)
+	if err != nil {
+		t.Fatalf("a new client's GET /healthz after 1,000 silent connections: %v (after %v)", err, took)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || took > time.Second {
+		t.Fatalf("a new client's GET /healthz: %d after %v, want 200 within 1s", resp.StatusCode, took)
+	}
+
+	// The turn's stream outlasts the read, write and idle timeouts and
+	// still gets its events (reasoning every 100ms).
+	until := start.Add(idle + 2*short + time.Second)
+	events := 0
+	for time.Now().Before(until) {
+		select {
+		case _, ok := <-slow.events:
+			if !ok {
+				t.Fatalf("the SSE stream ended after %v and %d events", time.Since(start), events)
+			}
+			events++
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no SSE event for 5s, %v into the stream", time.Since(start))
+		}
+	}
+	t.Logf("%d events in %v; the new client was answered in %v", events, time.Since(start), took)
+}
+
+// serveBounded serves h on a loopback port through newHTTPServer.
+func serveBounded(t *testing.T, h http.Handler, lim config.HTTP) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, capped := newHTTPServer(ln, h, lim)
+	go hs.Serve(capped)
+	t.Cleanup(func() { hs.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// A handler that reads its whole body, then answers for longer than the
+// read and write timeouts, keeps its request's context and its
+// connection: the read deadline bounds the request, the write deadline
+// one write, neither the answer (the MCP server reads bodies to their
+// end, then may run a tool for minutes).
+func TestReadTimeoutBoundsOnlyTheRequest(t *testing.T) {
+	const short = 200 * time.Millisecond
+	url := serveBounded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		for i := range 8 {
+			select {
+			case <-r.Context().Done():
+				fmt.Fprintf(w, "cancelled after %d\n", i)
+				return
+			case <-time.After(short / 2):
+			}
+			fmt.Fprintf(w, "event %d\n", i)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprintln(w, "done")
+	}), config.HTTP{ReadTimeout: short, WriteTimeout: short, IdleTimeout: time.Second})
+	resp, err := http.Post(url, "text/plain", strings.NewReader("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasSuffix(string(b), "event 7\ndone\n") {
+		t.Fatalf("answer %q, %v: want eight events and done", b, err)
+	}
+}
+
+// A client that reads nothing of a stream is dropped once one write
+// stalls for the write timeout; the handler's write fails.
+func TestWriteTimeoutDropsAClientThatReadsNothing(t *testing.T) {
+	failed := make(chan error, 1)
+	url := serveBounded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				failed <- err
+				return
+			}
+		}
+	}), config.HTTP{WriteTimeout: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case err := <-failed:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("the write failed with %v, want a timeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a client that reads nothing held its handler for 30s")
+	}
+}
