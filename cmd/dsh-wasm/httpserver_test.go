@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -224,5 +225,63 @@ func TestWriteTimeoutDropsAClientThatReadsNothing(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a client that reads nothing held its handler for 30s")
+	}
+}
+
+// At the cap, a new connection closes the one idle the longest, not a
+// newer one and not one with a request running.
+func TestConnectionCapClosesTheLongestIdle(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	url := serveBounded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+	}), config.HTTP{MaxConnections: 4, IdleTimeout: time.Minute})
+	addr := strings.TrimPrefix(url, "http://")
+	dial := func(path string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if path != "/hold" {
+			io.Copy(io.Discard, resp.Body)
+		}
+		return c, br
+	}
+	hold, _ := dial("/hold") // active: never closed by the cap
+	var idle []*bufio.Reader
+	var conns []net.Conn
+	for range 3 {
+		c, br := dial("/")
+		conns, idle = append(conns, c), append(idle, br)
+		time.Sleep(20 * time.Millisecond) // a distinct idle order
+	}
+	dial("/") // the fifth: the first idle one goes
+	closed := func(i int) bool {
+		conns[i].SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, err := idle[i].ReadByte()
+		return errors.Is(err, io.EOF)
+	}
+	if !closed(0) {
+		t.Errorf("the longest-idle connection is still open")
+	}
+	for i := 1; i < 3; i++ {
+		if closed(i) {
+			t.Errorf("idle connection %d was closed, not the longest-idle", i)
+		}
+	}
+	hold.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := hold.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
+		t.Errorf("the connection with a request running was closed")
 	}
 }
