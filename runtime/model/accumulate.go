@@ -47,18 +47,21 @@ type accBlock struct {
 
 // Limits bound one stream's output. Zero fields are no bound.
 type Limits struct {
-	// Bytes bounds the whole stream: the text of every delta, a tool
-	// call's id, name and arguments each time a chunk carries them, a
-	// finish's message and code, and ChunkRecordBytes per chunk, so that
-	// a stream of tiny chunks cannot store more than its bound either.
+	// Bytes bounds the whole stream as a session records it: the text
+	// of every delta, a tool call's id, name and arguments each time a
+	// chunk carries them, a finish's message and code, each counted
+	// JSON-encoded, and ChunkRecordBytes per chunk, so that a stream of
+	// tiny chunks cannot store more than its bound either.
 	Bytes int64
 	// ArgumentBytes bounds the arguments of one tool call.
 	ArgumentBytes int64
 }
 
 // ChunkRecordBytes is what each chunk counts against Limits.Bytes beyond
-// the bytes it carries: about what a session record of a chunk takes.
-const ChunkRecordBytes = 128
+// what it carries: what a session record of a chunk takes besides its
+// content (type, sequence number, time, turn, step, chunk type, index:
+// about 140 bytes).
+const ChunkRecordBytes = 160
 
 // Add consumes the next chunk. A chunk that passes Limits is consumed up
 // to the bound, as Fit cuts it, and Add returns the limit error.
@@ -118,22 +121,24 @@ func (a *Accumulator) Fit(c Chunk) (Chunk, error) {
 		if !bounded {
 			return
 		}
-		if int64(len(*s)) > room {
+		n, cost := jsonPrefix(*s, room)
+		if n < len(*s) {
 			stepOver()
-			*s = cutUTF8(*s, int(room))
+			*s = (*s)[:n]
 		}
-		room -= int64(len(*s))
+		room -= cost
 	}
 	// drop keeps *s only when all of it fits.
 	drop := func(s *string) {
 		if !bounded {
 			return
 		}
-		if int64(len(*s)) > room {
+		if n, cost := jsonPrefix(*s, room); n < len(*s) {
 			stepOver()
 			*s = ""
+		} else {
+			room -= cost
 		}
-		room -= int64(len(*s))
 	}
 	switch c.Type {
 	case ChunkReasoningDelta, ChunkTextDelta:
@@ -161,7 +166,7 @@ func (a *Accumulator) Fit(c Chunk) (Chunk, error) {
 		// The block must equal what the deltas built, which is charged
 		// already; only what it carries beyond that counts.
 		if bounded && c.Block != nil && c.Index >= 0 && c.Index < len(a.blocks) {
-			extra := int64(partBytes(*c.Block)) - int64(partBytes(a.blocks[c.Index].built()))
+			extra := partBytes(*c.Block) - partBytes(a.blocks[c.Index].built())
 			if extra > room {
 				stepOver()
 				c.Block = nil
@@ -173,15 +178,22 @@ func (a *Accumulator) Fit(c Chunk) (Chunk, error) {
 
 // charge counts a consumed chunk against Limits.Bytes.
 func (a *Accumulator) charge(c Chunk) {
-	n := int64(ChunkRecordBytes + len(c.Text) + len(c.ID) + len(c.Name) + len(c.ArgumentsDelta))
+	n := ChunkRecordBytes + jsonSize(c.Text) + jsonSize(c.ID) + jsonSize(c.Name) + jsonSize(c.ArgumentsDelta)
 	if c.Reason != nil {
-		n += int64(len(c.Reason.Message) + len(c.Reason.Code))
+		n += jsonSize(c.Reason.Message) + jsonSize(c.Reason.Code)
 	}
 	a.bytes += n
 }
 
-func partBytes(p Part) int {
-	return len(p.Text) + len(p.ID) + len(p.Name) + len(p.Arguments)
+func partBytes(p Part) int64 {
+	return jsonSize(p.Text) + jsonSize(p.ID) + jsonSize(p.Name) + jsonSize(p.Arguments)
+}
+
+// jsonSize is what s takes in a session record, JSON-encoded (at most:
+// escapes are counted at their longest).
+func jsonSize(s string) int64 {
+	_, cost := jsonPrefix(s, int64(len(s))*6)
+	return cost
 }
 
 // cutUTF8 is s cut to at most n bytes, not inside a UTF-8 sequence.
@@ -193,6 +205,35 @@ func cutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// jsonPrefix returns how many bytes of s fit in room once JSON-encoded,
+// never cutting a character, and what they take encoded. The stream's
+// bound counts encoded bytes, so that text the encoder escapes (control
+// characters, invalid UTF-8: six bytes each) cannot store several times
+// the bound.
+func jsonPrefix(s string, room int64) (int, int64) {
+	var cost int64
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		var c int64
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			c = 6
+		case r == '"', r == '\\', r == '\n', r == '\r', r == '\t':
+			c = 2
+		case r < 0x20:
+			c = 6
+		default:
+			c = int64(size)
+		}
+		if cost+c > room {
+			return i, cost
+		}
+		cost += c
+		i += size
+	}
+	return len(s), cost
 }
 
 // malformed is the detail of a protocol violation; Add wraps it.
