@@ -62,12 +62,10 @@ func nofileOf(t *testing.T, pid int) int {
 	return 0
 }
 
-// A worker whose descriptor limit is 256 gets 1,000 connections that each
-// send one GET /healthz and then say nothing. A new client is still
-// answered within a second (the cap closes the longest-idle connections),
-// and an SSE turn that started before them, and lasts longer than every
-// timeout, keeps getting its events.
-func TestServeSilentConnections(t *testing.T) {
+// raiseNofile makes room for the test's own 1,000 client sockets, or
+// skips.
+func raiseNofile(t *testing.T) {
+	t.Helper()
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
@@ -78,6 +76,50 @@ func TestServeSilentConnections(t *testing.T) {
 			t.Skipf("this test needs 1,200 descriptors for its clients; the limit is %d (%v)", lim.Cur, err)
 		}
 	}
+}
+
+// floodThenAsk opens 1,000 connections to addr that each send one GET
+// and then say nothing, then asks url as a new client and fails unless
+// it gets want within a second. It returns how long the answer took.
+func floodThenAsk(t *testing.T, addr, url string, want int) time.Duration {
+	t.Helper()
+	silent := make([]net.Conn, 0, 1000)
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(silent), err)
+		}
+		silent = append(silent, c)
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")); err != nil {
+			t.Fatalf("connection %d: %v", len(silent), err)
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	asked := time.Now()
+	resp, err := client.Get(url)
+	took := time.Since(asked)
+	if err != nil {
+		t.Fatalf("a new client's GET after 1,000 silent connections: %v (after %v)", err, took)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want || took > time.Second {
+		t.Fatalf("a new client's GET: %d after %v, want %d within 1s", resp.StatusCode, took, want)
+	}
+	return took
+}
+
+// A worker whose descriptor limit is 256 gets 1,000 connections that each
+// send one GET /healthz and then say nothing. A new client is still
+// answered within a second (the cap closes the longest-idle connections),
+// and an SSE turn that started before them, and lasts longer than every
+// timeout, keeps getting its events.
+func TestServeSilentConnections(t *testing.T) {
+	raiseNofile(t)
 	model := &scriptedModel{hung: make(chan string, 4)}
 	ms := httptest.NewServer(model)
 	defer ms.Close()
@@ -103,34 +145,7 @@ func TestServeSilentConnections(t *testing.T) {
 	}
 	<-model.hung
 
-	silent := make([]net.Conn, 0, 1000)
-	defer func() {
-		for _, c := range silent {
-			c.Close()
-		}
-	}()
-	for range 1000 {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatalf("connection %d: %v", len(silent), err)
-		}
-		silent = append(silent, c)
-		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")); err != nil {
-			t.Fatalf("connection %d: %v", len(silent), err)
-		}
-	}
-
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	asked := time.Now()
-	resp, err := client.Get(w.url + "/healthz")
-	took := time.Since(asked)
-	if err != nil {
-		t.Fatalf("a new client's GET /healthz after 1,000 silent connections: %v (after %v)", err, took)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || took > time.Second {
-		t.Fatalf("a new client's GET /healthz: %d after %v, want 200 within 1s", resp.StatusCode, took)
-	}
+	took := floodThenAsk(t, addr, w.url+"/healthz", http.StatusOK)
 
 	// The turn's stream outlasts the read, write and idle timeouts and
 	// still gets its events (reasoning every 100ms).
@@ -284,4 +299,20 @@ func TestConnectionCapClosesTheLongestIdle(t *testing.T) {
 	if _, err := hold.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
 		t.Errorf("the connection with a request running was closed")
 	}
+}
+
+// mcp --listen builds its server in the same place: under the same
+// flood, with 256 descriptors, a new client is answered within a second.
+func TestMCPListenSilentConnections(t *testing.T) {
+	raiseNofile(t)
+	e := newMCPEnv(t)
+	cmd := exec.Command(os.Args[0], binary(t), "mcp", "--config", e.config, "--cwd", e.workspace, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), nofileEnv+"=256")
+	url := startHTTPCmd(t, cmd)
+	if n := nofileOf(t, cmd.Process.Pid); n != 256 {
+		t.Fatalf("the server's descriptor limit is %d, want 256", n)
+	}
+	addr := strings.TrimPrefix(strings.TrimSuffix(url, "/"), "http://")
+	// Without a session the MCP handler answers a GET at once: 400.
+	floodThenAsk(t, addr, url, http.StatusBadRequest)
 }
