@@ -58,6 +58,7 @@ func connCap(configured int) int {
 func deadlineHandler(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}
+		dw.renew() // a deadline left by the last request must not fail a "100 Continue"
 		defer dw.renew()
 		next.ServeHTTP(dw, r)
 	})
@@ -93,8 +94,10 @@ func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 
 // capListener caps the connections it has accepted and not yet seen
 // closed. At the cap, accepting one more closes the connection idle the
-// longest (a new one that has sent nothing, or a kept-alive one between
-// requests); when none is idle, the new one is closed. Silent
+// longest (a new one that has sent nothing or only part of its headers,
+// which the server reports active only once they are complete, or a
+// kept-alive one between requests); when none is idle, the new one is
+// closed. Silent
 // connections thus never hold every descriptor: a new client is
 // answered, and connections with a request running are never cut.
 type capListener struct {

@@ -244,7 +244,8 @@ func TestWriteTimeoutDropsAClientThatReadsNothing(t *testing.T) {
 }
 
 // At the cap, a new connection closes the one idle the longest, not a
-// newer one and not one with a request running.
+// newer one and not one with a request running; a connection still
+// sending its headers is not running a request.
 func TestConnectionCapClosesTheLongestIdle(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
@@ -254,16 +255,19 @@ func TestConnectionCapClosesTheLongestIdle(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-release
 		}
-	}), config.HTTP{MaxConnections: 4, IdleTimeout: time.Minute})
+	}), config.HTTP{MaxConnections: 5, ReadTimeout: time.Minute, IdleTimeout: time.Minute})
 	addr := strings.TrimPrefix(url, "http://")
-	dial := func(path string) (net.Conn, *bufio.Reader) {
+	connect := func() (net.Conn, *bufio.Reader) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	get := func(path string) (net.Conn, *bufio.Reader) {
+		c, br := connect()
 		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
-		br := bufio.NewReader(c)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
@@ -273,30 +277,40 @@ func TestConnectionCapClosesTheLongestIdle(t *testing.T) {
 		}
 		return c, br
 	}
-	hold, _ := dial("/hold") // active: never closed by the cap
-	var idle []*bufio.Reader
-	var conns []net.Conn
-	for range 3 {
-		c, br := dial("/")
-		conns, idle = append(conns, c), append(idle, br)
-		time.Sleep(20 * time.Millisecond) // a distinct idle order
-	}
-	dial("/") // the fifth: the first idle one goes
-	closed := func(i int) bool {
-		conns[i].SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		_, err := idle[i].ReadByte()
+	closed := func(c net.Conn, br *bufio.Reader) bool {
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, err := br.ReadByte()
 		return errors.Is(err, io.EOF)
 	}
-	if !closed(0) {
+	hold, holdBr := get("/hold") // a request running: never closed by the cap
+	time.Sleep(20 * time.Millisecond)
+	slow, slowBr := connect() // headers begun, never finished
+	fmt.Fprintf(slow, "GET / HTTP/1.1\r\nHost: x\r\n")
+	type conn struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	var idle []conn
+	for range 3 {
+		time.Sleep(20 * time.Millisecond) // a distinct idle order
+		c, br := get("/")
+		idle = append(idle, conn{c, br})
+	}
+	get("/") // the sixth: the slow one goes, idle the longest
+	if !closed(slow, slowBr) {
+		t.Errorf("the connection sending its headers slowly, idle the longest, is still open")
+	}
+	get("/") // the seventh: the first idle one goes
+	if !closed(idle[0].c, idle[0].br) {
 		t.Errorf("the longest-idle connection is still open")
 	}
 	for i := 1; i < 3; i++ {
-		if closed(i) {
+		if closed(idle[i].c, idle[i].br) {
 			t.Errorf("idle connection %d was closed, not the longest-idle", i)
 		}
 	}
 	hold.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, err := hold.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
+	if _, err := holdBr.ReadByte(); errors.Is(err, io.EOF) {
 		t.Errorf("the connection with a request running was closed")
 	}
 }
