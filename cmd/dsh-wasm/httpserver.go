@@ -51,14 +51,14 @@ func connCap(configured int) int {
 
 // deadlineHandler renews the connection's write deadline before every
 // write and flush of a response, and once more when the handler returns
-// (for the server's last flush), so that a response is cut only when one
+// (for the server's last flush; the server clears the deadline after
+// it), so that a response is cut only when one
 // write stalls for d: a client that reads nothing. (The server lifts the
 // read deadline itself once the body is read, when it starts watching
 // for the client to hang up, so ReadTimeout bounds the request only.)
 func deadlineHandler(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}
-		dw.renew() // a deadline left by the last request must not fail a "100 Continue"
 		defer dw.renew()
 		next.ServeHTTP(dw, r)
 	})

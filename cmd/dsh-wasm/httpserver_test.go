@@ -330,3 +330,22 @@ func TestMCPListenSilentConnections(t *testing.T) {
 	// Without a session the MCP handler answers a GET at once: 400.
 	floodThenAsk(t, addr, url, http.StatusBadRequest)
 }
+
+// A handler that returns long after its last write still gets its
+// buffered answer out: the deadline is renewed for the server's last
+// flush, not left at the last write's.
+func TestWriteDeadlineRenewedForTheLastFlush(t *testing.T) {
+	const d = 200 * time.Millisecond
+	url := serveBounded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "buffered") // not flushed: the server sends it at the end
+		time.Sleep(3 * d)
+	}), config.HTTP{WriteTimeout: d})
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "buffered" {
+		t.Errorf("answer %q, %v", b, err)
+	}
+}
