@@ -1,6 +1,7 @@
 package main
 
 import (
+	"container/list"
 	"net"
 	"net/http"
 	"sync"
@@ -23,7 +24,7 @@ const fdReserve = 64
 // (capListener). It returns the server and the listener to Serve on.
 func newHTTPServer(ln net.Listener, h http.Handler, lim config.HTTP) (*http.Server, net.Listener) {
 	lim = lim.WithDefaults()
-	cl := &capListener{Listener: ln, max: connCap(lim.MaxConnections), conns: map[*trackedConn]*connInfo{}}
+	cl := &capListener{Listener: ln, max: connCap(lim.MaxConnections), conns: map[*trackedConn]*list.Element{}}
 	hs := &http.Server{
 		Handler:     deadlineHandler(h, lim.WriteTimeout),
 		ReadTimeout: lim.ReadTimeout, // and the headers' timeout, ReadHeaderTimeout being 0
@@ -52,10 +53,10 @@ func connCap(configured int) int {
 // deadlineHandler renews the connection's write deadline before every
 // write and flush of a response, and once more when the handler returns
 // (for the server's last flush; the server clears the deadline after
-// it), so that a response is cut only when one
-// write stalls for d: a client that reads nothing. (The server lifts the
-// read deadline itself once the body is read, when it starts watching
-// for the client to hang up, so ReadTimeout bounds the request only.)
+// it), so that a response is cut only when one write stalls for d: a
+// client that reads nothing. (The server lifts the read deadline itself
+// once the body is read, when it starts watching for the client to hang
+// up, so ReadTimeout bounds the request only.)
 func deadlineHandler(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}
@@ -94,23 +95,21 @@ func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 
 // capListener caps the connections it has accepted and not yet seen
 // closed. At the cap, accepting one more closes the connection idle the
-// longest (a new one that has sent nothing or only part of its headers,
-// which the server reports active only once they are complete, or a
-// kept-alive one between requests); when none is idle, the new one is
-// closed. Silent
-// connections thus never hold every descriptor: a new client is
-// answered, and connections with a request running are never cut.
+// longest: one that has sent nothing or only part of its headers (the
+// server reports a connection active only once its headers are
+// complete), or a kept-alive one between requests; when every one has a
+// request running, the new one is closed. Silent connections thus never
+// hold every descriptor: a new client is answered, and a request running
+// (an SSE turn) is never cut.
 type capListener struct {
 	net.Listener
 	max int
 
-	mu    sync.Mutex
-	conns map[*trackedConn]*connInfo
-}
-
-type connInfo struct {
-	active bool      // a request is being served
-	since  time.Time // when it last became idle (or was accepted)
+	mu sync.Mutex
+	// conns are the open connections; each idle one has its element in
+	// idle, the longest idle first; one with a request running has nil.
+	conns map[*trackedConn]*list.Element
+	idle  list.List
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -120,22 +119,15 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		tc := &trackedConn{Conn: c, l: l}
-		l.mu.Lock()
 		var victim *trackedConn
-		if len(l.conns) >= l.max {
-			var oldest time.Time
-			for k, info := range l.conns {
-				if !info.active && (victim == nil || info.since.Before(oldest)) {
-					victim, oldest = k, info.since
-				}
-			}
-			if victim != nil {
-				delete(l.conns, victim)
-			}
+		l.mu.Lock()
+		if len(l.conns) >= l.max && l.idle.Len() > 0 {
+			victim = l.idle.Front().Value.(*trackedConn)
+			l.forgetLocked(victim)
 		}
 		full := len(l.conns) >= l.max
 		if !full {
-			l.conns[tc] = &connInfo{since: time.Now()}
+			l.conns[tc] = l.idle.PushBack(tc)
 		}
 		l.mu.Unlock()
 		if victim != nil {
@@ -149,7 +141,17 @@ func (l *capListener) Accept() (net.Conn, error) {
 	}
 }
 
-// setState is the server's ConnState hook.
+// forgetLocked drops c from the count; l.mu is held.
+func (l *capListener) forgetLocked(c *trackedConn) {
+	if e := l.conns[c]; e != nil {
+		l.idle.Remove(e)
+	}
+	delete(l.conns, c)
+}
+
+// setState is the server's ConnState hook: a connection leaves when
+// closed or hijacked, is busy while a request runs, and is idle again,
+// last in line, when it ends.
 func (l *capListener) setState(c net.Conn, s http.ConnState) {
 	tc, ok := c.(*trackedConn)
 	if !ok {
@@ -157,18 +159,23 @@ func (l *capListener) setState(c net.Conn, s http.ConnState) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	info := l.conns[tc]
+	e, open := l.conns[tc]
+	if !open {
+		return
+	}
 	switch s {
 	case http.StateClosed, http.StateHijacked:
-		delete(l.conns, tc)
+		l.forgetLocked(tc)
 	case http.StateActive:
-		if info != nil {
-			info.active = true
+		if e != nil {
+			l.idle.Remove(e)
+			l.conns[tc] = nil
 		}
 	case http.StateIdle:
-		if info != nil {
-			info.active, info.since = false, time.Now()
+		if e != nil {
+			l.idle.Remove(e)
 		}
+		l.conns[tc] = l.idle.PushBack(tc)
 	}
 }
 
@@ -190,7 +197,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 
 func (c *trackedConn) Close() error {
 	c.l.mu.Lock()
-	delete(c.l.conns, c)
+	c.l.forgetLocked(c)
 	c.l.mu.Unlock()
 	return c.Conn.Close()
 }
