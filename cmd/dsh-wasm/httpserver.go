@@ -180,19 +180,10 @@ func (l *capListener) setState(c net.Conn, s http.ConnState) {
 }
 
 // trackedConn is an accepted connection; it leaves the count when
-// closed, and closes itself when a write times out (a client that reads
-// nothing), so its descriptor is freed while its handler finishes.
+// closed.
 type trackedConn struct {
 	net.Conn
 	l *capListener
-}
-
-func (c *trackedConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		c.Close()
-	}
-	return n, err
 }
 
 func (c *trackedConn) Close() error {

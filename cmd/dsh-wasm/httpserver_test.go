@@ -214,14 +214,19 @@ func TestReadTimeoutBoundsOnlyTheRequest(t *testing.T) {
 }
 
 // A client that reads nothing of a stream is dropped once one write
-// stalls for the write timeout; the handler's write fails.
+// stalls for the write timeout: the handler's write fails, and the
+// server ends the connection while the handler goes on (an SSE turn
+// runs to its end).
 func TestWriteTimeoutDropsAClientThatReadsNothing(t *testing.T) {
 	failed := make(chan error, 1)
+	release := make(chan struct{})
+	defer close(release)
 	url := serveBounded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := []byte(strings.Repeat("x", 64<<10))
 		for {
 			if _, err := w.Write(chunk); err != nil {
 				failed <- err
+				<-release
 				return
 			}
 		}
@@ -240,6 +245,14 @@ func TestWriteTimeoutDropsAClientThatReadsNothing(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a client that reads nothing held its handler for 30s")
+	}
+	// The handler still runs; the connection is closed all the same.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatal("the connection stayed open while its handler ran")
+		}
 	}
 }
 
