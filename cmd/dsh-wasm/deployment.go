@@ -34,6 +34,7 @@ func (f *deploymentFlags) add(cmd *cobra.Command, withBaseURL bool) {
 // opened is an open deployment and the compilation cache it uses.
 type opened struct {
 	*deploy.Deployment
+	cfg   *config.Deployment
 	cache interface{ Close(context.Context) error }
 	// stopCompile stops compileInBackground and waits for it.
 	stopCompile func()
@@ -115,7 +116,7 @@ func (f *deploymentFlags) open(ctx context.Context, g *globals, logger *slog.Log
 		cache.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open %s: %w", f.config, err)
 	}
-	return &opened{Deployment: d, cache: cache}, nil
+	return &opened{Deployment: d, cfg: cfg, cache: cache}, nil
 }
 
 // redactor is the invocation's one Redactor: the secrets cfg names

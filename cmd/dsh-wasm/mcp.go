@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-wasm/dsh-wasm/frontend/mcpserver"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
 
 // defaultTokenEnv is the environment variable the HTTP transport's bearer
@@ -110,7 +110,7 @@ deployment or the listener failed; 2 usage.`,
 				}
 				return err
 			}
-			return serveMCPHTTP(ctx, s, srv, listen, mcpserver.HTTPOptions{Tokens: tokens,
+			return serveMCPHTTP(ctx, s, srv, listen, d.cfg.HTTP, mcpserver.HTTPOptions{Tokens: tokens,
 				AllowedHosts: allowHosts, AllowedOrigins: allowOrigins})
 		},
 	}
@@ -143,7 +143,7 @@ func loopbackByDefault(addr string) (string, error) {
 
 // serveMCPHTTP listens on addr and serves until ctx ends. A line on
 // standard error names the address bound (a :0 port resolved).
-func serveMCPHTTP(ctx context.Context, s streams, srv *mcpserver.Server, addr string, opts mcpserver.HTTPOptions) error {
+func serveMCPHTTP(ctx context.Context, s streams, srv *mcpserver.Server, addr string, lim config.HTTP, opts mcpserver.HTTPOptions) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -158,10 +158,10 @@ func serveMCPHTTP(ctx context.Context, s streams, srv *mcpserver.Server, addr st
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs, capped := newHTTPServer(ln, h, lim)
 	fmt.Fprintf(s.err, "dsh-wasm: MCP on http://%s/\n", ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(capped) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve MCP over HTTP: %w", err)

@@ -106,6 +106,13 @@ func startHTTP(t *testing.T, e *mcpEnv, env []string, extra ...string) string {
 	args := append([]string{"mcp", "--config", e.config, "--cwd", e.workspace, "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
+	return startHTTPCmd(t, cmd)
+}
+
+// startHTTPCmd starts cmd, an MCP server over HTTP, and returns its URL
+// once it listens.
+func startHTTPCmd(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(plainMCPEnv) == "1" { // the MCP benchmark's baseline server
 		os.Exit(servePlainMCP())
 	}
+	if os.Getenv(nofileEnv) != "" { // a child under a descriptor limit
+		os.Exit(execUnderNofile())
+	}
 	if os.Getenv(plugin.EnvCacheDir) == "" && os.Getenv(plugin.EnvCache) == "" {
 		dir, err := guestbuild.CacheDir()
 		if err != nil {

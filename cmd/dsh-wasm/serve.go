@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -166,9 +165,9 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 		storeName = "PostgreSQL"
 	}
 	fmt.Fprintf(s.err, "dsh-wasm: serving on http://%s (sessions in %s)\n", ln.Addr(), storeName)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs, capped := newHTTPServer(ln, srv.Handler(), cfg.HTTP)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(capped) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -144,9 +144,15 @@ var servingRE = regexp.MustCompile(`serving on (http://[0-9.:]+)`)
 
 func startWorker(t *testing.T, cfgPath string, env []string) *worker {
 	t.Helper()
-	w := &worker{stderr: &bytes.Buffer{}}
-	w.cmd = exec.Command(binary(t), "serve", "--config", cfgPath, "--listen", "127.0.0.1:0")
-	w.cmd.Env = env
+	cmd := exec.Command(binary(t), "serve", "--config", cfgPath, "--listen", "127.0.0.1:0")
+	cmd.Env = env
+	return startWorkerCmd(t, cmd)
+}
+
+// startWorkerCmd starts cmd, a serve worker, and waits for its address.
+func startWorkerCmd(t *testing.T, cmd *exec.Cmd) *worker {
+	t.Helper()
+	w := &worker{stderr: &bytes.Buffer{}, cmd: cmd}
 	pr, pw := io.Pipe()
 	w.cmd.Stderr = pw
 	if err := w.cmd.Start(); err != nil {

@@ -113,6 +113,9 @@ type Options struct {
 	// Bounds of each step's prompt assembly (see bounds.go); zero
 	// values take the defaults.
 	Bounds AssemblyBounds
+	// Output bounds what each model call may send back (see
+	// OutputBounds); zero values take the defaults.
+	Output OutputBounds
 }
 
 // Agent drives one conversation: it runs turns on its session, one at a
@@ -131,6 +134,7 @@ type Agent struct {
 	maxSteps int
 	cont     ContinueFunc
 	bounds   AssemblyBounds
+	output   OutputBounds
 
 	permission       PermissionFunc
 	maxContinuations int
@@ -172,6 +176,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Bounds.Timeout < 0 || opts.Bounds.PromptBytes < 0 {
 		return nil, fmt.Errorf("agent: new: %w: Bounds %+v may not be negative", ErrInvalidOptions, opts.Bounds)
 	}
+	if opts.Output.negative() {
+		return nil, fmt.Errorf("agent: new: %w: Output %+v may not be negative", ErrInvalidOptions, opts.Output)
+	}
 	if opts.MaxContinuations < 0 {
 		return nil, fmt.Errorf("agent: new: %w: MaxContinuations %d may not be negative", ErrInvalidOptions, opts.MaxContinuations)
 	}
@@ -191,6 +198,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		maxSteps: opts.MaxSteps,
 		cont:     opts.Continue,
 		bounds:   opts.Bounds.withDefaults(),
+		output:   opts.Output.WithDefaults(),
 
 		permission:       opts.Permission,
 		maxContinuations: opts.MaxContinuations,
@@ -444,9 +452,10 @@ func (a *Agent) emitContained(ctx context.Context, event string, payload any) {
 
 // generate sends req through the agent/request waterfall to the provider
 // and accumulates the answer, passing each valid chunk to onChunk. It is
-// the one path to the model: steps and compaction both use it. A
-// provider that returns without a finish chunk fails with
-// model.ErrStreamCut.
+// the one path to the model: steps and compaction both use it, under the
+// agent's OutputBounds. A provider that returns without a finish chunk
+// fails with model.ErrStreamCut; one past a bound with
+// model.ErrOutputLimit, after onChunk got what was received up to it.
 func (a *Agent) generate(ctx context.Context, req *model.Request, onChunk func(model.Chunk) error) (acc *model.Accumulator, err error) {
 	out, err := a.bus.Waterfall(ctx, events.EventAgentRequest, req)
 	if err != nil {
@@ -460,22 +469,34 @@ func (a *Agent) generate(ctx context.Context, req *model.Request, onChunk func(m
 		return nil, fmt.Errorf("%w: agent %q has no model: set \"model\" in the deployment configuration or supply one through the %s waterfall",
 			ErrNoModel, a.facts.ID, events.EventAgentRequest)
 	}
-	acc = new(model.Accumulator)
+	acc = &model.Accumulator{Limits: a.output.limits()}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: the provider panicked: %v", ErrModel, r)
 		}
 	}()
-	err = a.provider.Generate(ctx, req, func(c model.Chunk) error {
+	gctx, stop := a.output.context(ctx)
+	defer stop()
+	err = a.provider.Generate(gctx, req, func(c model.Chunk) error {
 		// Record first: a chunk that breaks the stream's rules is part of
-		// what the model sent, and the session keeps every chunk.
+		// what the model sent, and the session keeps every chunk, up to
+		// the output bound (Fit cuts the one that passes it).
+		if err := acc.Err(); err != nil {
+			return err // a provider that did not stop at the error
+		}
 		if onChunk != nil {
-			if err := onChunk(c); err != nil {
+			kept, _ := acc.Fit(c)
+			if err := onChunk(kept); err != nil {
 				return err
 			}
 		}
 		return acc.Add(c)
 	})
+	if err != nil && ctx.Err() == nil {
+		if cause := context.Cause(gctx); errors.Is(cause, model.ErrOutputLimit) {
+			err = cause // the time bound, whatever the provider made of it
+		}
+	}
 	if err == nil {
 		err = acc.Complete()
 	}

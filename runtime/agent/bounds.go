@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 )
 
 // Defaults of AssemblyBounds.
@@ -53,4 +54,66 @@ func (b AssemblyBounds) withDefaults() AssemblyBounds {
 func (b AssemblyBounds) context(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx = prompt.WithQuota(ctx, prompt.NewQuota(b.PromptBytes))
 	return context.WithTimeoutCause(ctx, b.Timeout, fmt.Errorf("%w (%v, set per deployment)", ErrAssemblyTimeout, b.Timeout))
+}
+
+// Defaults of OutputBounds: what one step's model call may send back.
+const (
+	// DefaultStepOutputBytes bounds one step's streamed output (see
+	// model.Limits.Bytes for what counts).
+	DefaultStepOutputBytes = 16 << 20
+	// DefaultStepOutputTime bounds one step's model call, first byte to
+	// finish: a stream that keeps sending is cut here, where the
+	// provider's idle timeout never fires.
+	DefaultStepOutputTime = 30 * time.Minute
+	// DefaultToolArgumentBytes bounds the arguments of one tool call.
+	DefaultToolArgumentBytes = 4 << 20
+)
+
+// OutputBounds bound what one model call may send back, per agent (a
+// deployment sets them for its agents, deployment keys
+// limits.step_output_bytes, limits.step_output_time and
+// limits.tool_argument_bytes). Zero fields take the defaults. A stream
+// past one ends its step as an error wrapping model.ErrOutputLimit; the
+// chunks received are recorded up to the bound, and nothing past it is
+// kept. Every model call of the loop goes through them (generate), so
+// every provider kind is bounded alike.
+type OutputBounds struct {
+	// StepBytes bounds a step's streamed output.
+	StepBytes int64
+	// StepTime bounds a step's model call, from the request to the
+	// finish chunk.
+	StepTime time.Duration
+	// ToolArgumentBytes bounds one tool call's arguments.
+	ToolArgumentBytes int64
+}
+
+// WithDefaults is b with every zero field set to its default: the one
+// place the defaults are read.
+func (b OutputBounds) WithDefaults() OutputBounds {
+	if b.StepBytes == 0 {
+		b.StepBytes = DefaultStepOutputBytes
+	}
+	if b.StepTime == 0 {
+		b.StepTime = DefaultStepOutputTime
+	}
+	if b.ToolArgumentBytes == 0 {
+		b.ToolArgumentBytes = DefaultToolArgumentBytes
+	}
+	return b
+}
+
+func (b OutputBounds) negative() bool {
+	return b.StepBytes < 0 || b.StepTime < 0 || b.ToolArgumentBytes < 0
+}
+
+// limits are the accumulator's share of the bounds.
+func (b OutputBounds) limits() model.Limits {
+	return model.Limits{Bytes: b.StepBytes, ArgumentBytes: b.ToolArgumentBytes}
+}
+
+// context is ctx with the step's time bound; its cause wraps
+// model.ErrOutputLimit.
+func (b OutputBounds) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, b.StepTime,
+		fmt.Errorf("%w: the step's output took longer than %v", model.ErrOutputLimit, b.StepTime))
 }

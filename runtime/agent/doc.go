@@ -11,9 +11,10 @@
 // reference harness's, in its shapes: completed; aborted {reason} (Cancel,
 // or the caller's context); error {step, message, code?} with the
 // reference's codes (AUTH, RATE_LIMIT, INVALID_REQUEST, SERVER,
-// HTTP_<status>, CONTENT_FILTER, ABORTED, MALFORMED_RESPONSE; none for a
-// failure without a class, such as a render failure or a failing
-// listener); disposed (Close while the turn ran); max-tokens (an answer
+// HTTP_<status>, CONTENT_FILTER, ABORTED, MALFORMED_RESPONSE), and
+// OUTPUT_LIMIT, this runtime's own, for a stream past OutputBounds; none
+// for a failure without a class, such as a render failure or a failing
+// listener; disposed (Close while the turn ran); max-tokens (an answer
 // hit the output-token ceiling, or the optional Options.MaxSteps cap);
 // interrupted, written only by crash recovery.
 //

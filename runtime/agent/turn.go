@@ -26,6 +26,7 @@ const (
 	CodeContentFilter    = "CONTENT_FILTER"     // the provider's content filter stopped the answer
 	CodeAborted          = "ABORTED"            // the provider aborted the stream (a finish "aborted")
 	CodeMalformedStream  = "MALFORMED_RESPONSE" // the provider's stream broke the chunk protocol
+	CodeOutputLimit      = "OUTPUT_LIMIT"       // the stream passed the step's output bounds (OutputBounds)
 	CodeUnknownTool      = "UNKNOWN_TOOL"       // tool result: the model called a tool it was not given
 	CodeInvalidArguments = "INVALID_ARGS"       // tool result: the arguments are not JSON
 )
@@ -137,6 +138,8 @@ func errorCode(err error) string {
 		return api.Code
 	case errors.Is(err, model.ErrMalformedStream):
 		return CodeMalformedStream
+	case errors.Is(err, model.ErrOutputLimit):
+		return CodeOutputLimit
 	}
 	return ""
 }

@@ -31,7 +31,8 @@ import (
 //	  - {name: facts2, source: builtin:facts}
 //	compaction: {context_window: 128000}
 //	sessions: ~/.local/share/dsh-wasm/sessions   # default: the XDG data dir
-//	limits: {assembly_timeout: 5s, prompt_bytes: 256KiB}
+//	limits: {assembly_timeout: 5s, prompt_bytes: 256KiB, step_output_bytes: 16MiB,
+//	         step_output_time: 30m, tool_argument_bytes: 4MiB}
 //
 // Decoding is as strict as for plugin entries: unknown and duplicate keys,
 // wrong types and malformed values are refused, and every error names
@@ -69,6 +70,8 @@ type Deployment struct {
 	Store *Store `json:"store,omitempty"`
 	// Serve configures `dsh-wasm serve`.
 	Serve *Serve `json:"serve,omitempty"`
+	// HTTP bounds the connections of serve and mcp --listen (http.go).
+	HTTP HTTP `json:"http,omitzero"`
 	// Subagents configures the subagent providers.
 	Subagents Subagents `json:"subagents,omitzero"`
 }
@@ -119,11 +122,19 @@ type DeploymentLimits struct {
 	AssemblyTimeout time.Duration `json:"assembly_timeout,omitempty"`
 	// PromptBytes caps the whole rendered system prompt.
 	PromptBytes ByteSize `json:"prompt_bytes,omitempty"`
+	// StepOutputBytes bounds what one step's model stream may carry.
+	StepOutputBytes ByteSize `json:"step_output_bytes,omitempty"`
+	// StepOutputTime bounds one step's model call, request to finish.
+	StepOutputTime time.Duration `json:"step_output_time,omitempty"`
+	// ToolArgumentBytes bounds the arguments of one tool call the model
+	// streams.
+	ToolArgumentBytes ByteSize `json:"tool_argument_bytes,omitempty"`
 }
 
 // Bounds of deployment values.
 const (
 	MaxDeploymentPromptBytes = 16 * MiB
+	MaxStepOutputBytes       = 1 * GiB // limits.step_output_bytes, limits.tool_argument_bytes
 	MaxContextWindow         = 100_000_000
 )
 
@@ -235,6 +246,7 @@ func (d *decoder) deployment(node *yaml.Node, dir string) *Deployment {
 		"limits":    func(v *yaml.Node, f string) { dep.Limits = d.deploymentLimits(v, f) },
 		"store":     func(v *yaml.Node, f string) { dep.Store = d.store(v, f) },
 		"serve":     func(v *yaml.Node, f string) { dep.Serve = d.serve(v, f, dir) },
+		"http":      func(v *yaml.Node, f string) { dep.HTTP = d.http(v, f) },
 		"subagents": func(v *yaml.Node, f string) { dep.Subagents = d.subagents(v, f) },
 	})
 	if n.Kind == yaml.MappingNode && !haveModel {
@@ -441,6 +453,13 @@ func (d *decoder) deploymentLimits(n *yaml.Node, field string) DeploymentLimits 
 	d.fields(n, field, map[string]func(*yaml.Node, string){
 		"assembly_timeout": func(v *yaml.Node, f string) { l.AssemblyTimeout = d.duration(v, f) },
 		"prompt_bytes":     func(v *yaml.Node, f string) { l.PromptBytes = d.size(v, f, 1, MaxDeploymentPromptBytes) },
+		"step_output_bytes": func(v *yaml.Node, f string) {
+			l.StepOutputBytes = d.size(v, f, 1, MaxStepOutputBytes)
+		},
+		"step_output_time": func(v *yaml.Node, f string) { l.StepOutputTime = d.duration(v, f) },
+		"tool_argument_bytes": func(v *yaml.Node, f string) {
+			l.ToolArgumentBytes = d.size(v, f, 1, MaxStepOutputBytes)
+		},
 	})
 	return l
 }
@@ -488,12 +507,19 @@ func (p Provider) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes the duration and size as a person writes them.
 func (l DeploymentLimits) MarshalJSON() ([]byte, error) {
 	out := struct {
-		AssemblyTimeout string `json:"assembly_timeout,omitempty"`
-		PromptBytes     string `json:"prompt_bytes,omitempty"`
-	}{AssemblyTimeout: durationText(l.AssemblyTimeout)}
-	if l.PromptBytes != 0 {
-		out.PromptBytes = l.PromptBytes.String()
+		AssemblyTimeout   string `json:"assembly_timeout,omitempty"`
+		PromptBytes       string `json:"prompt_bytes,omitempty"`
+		StepOutputBytes   string `json:"step_output_bytes,omitempty"`
+		StepOutputTime    string `json:"step_output_time,omitempty"`
+		ToolArgumentBytes string `json:"tool_argument_bytes,omitempty"`
+	}{AssemblyTimeout: durationText(l.AssemblyTimeout), StepOutputTime: durationText(l.StepOutputTime)}
+	size := func(b ByteSize) string {
+		if b == 0 {
+			return ""
+		}
+		return b.String()
 	}
+	out.PromptBytes, out.StepOutputBytes, out.ToolArgumentBytes = size(l.PromptBytes), size(l.StepOutputBytes), size(l.ToolArgumentBytes)
 	return json.Marshal(out)
 }
 

@@ -121,7 +121,8 @@ type Options struct {
 }
 
 // Limits are deployment-wide bounds. Zero fields take the runtime's
-// defaults (agent.DefaultAssemblyTimeout, agent.DefaultPromptBytes).
+// defaults (agent.DefaultAssemblyTimeout, agent.DefaultPromptBytes, and
+// agent.OutputBounds.WithDefaults for the step output bounds).
 // They are the Go form of a deployment file's limits, whose YAML shape is
 // config.DeploymentLimits; Open is the one place that translates it.
 // SystemPrompt and Tools enforce them, and every session's turns run
@@ -132,6 +133,16 @@ type Limits struct {
 	AssemblyTimeout time.Duration
 	// PromptBytes caps the whole rendered system prompt.
 	PromptBytes int64
+	// StepOutputBytes, StepOutputTime and ToolArgumentBytes bound what
+	// one step's model call may send back (agent.OutputBounds).
+	StepOutputBytes   int64
+	StepOutputTime    time.Duration
+	ToolArgumentBytes int64
+}
+
+// output is the agent's share of the limits.
+func (l Limits) output() agent.OutputBounds {
+	return agent.OutputBounds{StepBytes: l.StepOutputBytes, StepTime: l.StepOutputTime, ToolArgumentBytes: l.ToolArgumentBytes}
 }
 
 // Deployment owns one registry, bus, plugin-state store and plugin host,

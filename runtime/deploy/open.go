@@ -84,7 +84,9 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 		Model:       cfg.Model,
 		Persona:     cfg.Persona,
 		SessionsDir: cfg.Sessions,
-		Limits:      Limits{AssemblyTimeout: cfg.Limits.AssemblyTimeout, PromptBytes: int64(cfg.Limits.PromptBytes)},
+		Limits: Limits{AssemblyTimeout: cfg.Limits.AssemblyTimeout, PromptBytes: int64(cfg.Limits.PromptBytes),
+			StepOutputBytes: int64(cfg.Limits.StepOutputBytes), StepOutputTime: cfg.Limits.StepOutputTime,
+			ToolArgumentBytes: int64(cfg.Limits.ToolArgumentBytes)},
 	}
 	if cfg.Serve != nil {
 		opts.Tenants = cfg.Serve.Workspaces

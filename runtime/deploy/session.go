@@ -213,6 +213,7 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		Permission: opts.Permission,
 		// The deployment's limits bound every step's assembly too.
 		Bounds: agent.AssemblyBounds{Timeout: d.opts.Limits.AssemblyTimeout, PromptBytes: d.opts.Limits.PromptBytes},
+		Output: d.opts.Limits.output(),
 		OnEvent: func(e session.Event) {
 			s.publish(e)
 			if onEvent != nil {

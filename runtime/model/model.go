@@ -258,6 +258,9 @@ var (
 	ErrMalformedStream = errors.New("malformed model stream")
 	// ErrNoScript: a replay has no recorded answer for the request.
 	ErrNoScript = errors.New("no recorded answer")
+	// ErrOutputLimit: the stream passed a bound on its output (an
+	// Accumulator's Limits, or the caller's time bound).
+	ErrOutputLimit = errors.New("model output limit passed")
 )
 
 // APIError is a failure reported by the model's API.
