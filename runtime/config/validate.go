@@ -110,6 +110,11 @@ func (e Entry) Validate() error {
 			bad("grants.limits.disk_files", msg)
 		}
 	}
+	if g.Limits.MaxRegistrations != 0 {
+		if msg := checkCount(g.Limits.MaxRegistrations, 1, MaxRegistrations); msg != "" {
+			bad("grants.limits.max_registrations", msg)
+		}
+	}
 	if g.Exec.Memory != 0 {
 		if msg := checkSize(g.Exec.Memory, MinExecMemory, MaxExecMemory); msg != "" {
 			bad("grants.exec.memory", msg)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
 	"slices"
 	"sync"
 )
@@ -30,7 +31,7 @@ var ErrFull = errors.New("plugin state full")
 
 // MaxBytes caps one plugin's state in one session, unless its grants
 // set another bound (grants.limits.state_bytes).
-const MaxBytes = 16 << 20
+const MaxBytes = defaults.StateBytes
 
 // Memory is an in-memory Store. OnSet, when set, is told of
 // every change (the agent loop records them in the session so that resume
