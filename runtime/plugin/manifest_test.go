@@ -344,7 +344,7 @@ func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnExecRun, Req: []byte(`{"argv":["id"]}`)})
 		}},
 		{"oversized section", func(m *manifest) {
-			big, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:big", Order: 150, Text: strings.Repeat("x", int(DefaultPromptBytes)+1)})
+			big, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:big", Order: 150, Text: strings.Repeat("x", int(config.DefaultPromptBytes)+1)})
 			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnSectionRegister, Req: big})
 		}},
 		{"identity order", func(m *manifest) {
@@ -839,7 +839,7 @@ func TestCarriedOnEventKeepsItsHostByteBudget(t *testing.T) {
 		probes = append(probes, map[string]any{"fn": hostfns.FnSectionRegister, "req": string(req)})
 	}
 	dir := t.TempDir()
-	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{HostBytes: 4000}, Config: cfg(t, map[string]any{
+	spec := Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{HostBytes: 4000}}, Config: cfg(t, map[string]any{
 		"sections":     []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
 		"subscribe":    []map[string]any{{"event": "custom/ping"}},
 		"event_probes": probes,
