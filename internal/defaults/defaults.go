@@ -2,12 +2,16 @@
 // maximum of a plugin's grants (runtime/config.Grants): the numbers the
 // YAML decoder validates against, the defaults runtime/config resolves
 // zero fields to, and the fallbacks the jails (fsjail, execjail, netguard)
-// and runtime/pluginstate apply when they are used alone. It imports
-// nothing, so that every one of them can refer to it instead of keeping a
-// copy.
+// apply when they are used alone. It imports only runtime/pluginstate (a
+// leaf that owns the state default, so that it stays a leaf itself), so
+// that every one of them can refer to it instead of keeping a copy.
 package defaults
 
-import "time"
+import (
+	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
+)
 
 const (
 	kib = 1 << 10
@@ -41,13 +45,13 @@ const (
 	// that is longer).
 	WallTimeout   = 15 * time.Minute
 	WallSlack     = time.Minute
-	HostBytes     = 256 * mib // host_bytes
-	PromptBytes   = 64 * kib  // prompt_bytes
-	LogBytes      = 1 * mib   // log_bytes, per minute
-	StateBytes    = 16 * mib  // state_bytes, per session
-	DiskBytes     = 1 * gib   // disk_bytes
-	DiskFiles     = 4096      // disk_files
-	Registrations = 1024      // max_registrations: sections + variables + tools + subscriptions
+	HostBytes     = 256 * mib            // host_bytes
+	PromptBytes   = 64 * kib             // prompt_bytes
+	LogBytes      = 1 * mib              // log_bytes, per minute
+	StateBytes    = pluginstate.MaxBytes // state_bytes, per session
+	DiskBytes     = 1 * gib              // disk_bytes
+	DiskFiles     = 4096                 // disk_files
+	Registrations = 1024                 // max_registrations: sections + variables + tools + subscriptions
 )
 
 // Maxima and minima the decoder enforces.

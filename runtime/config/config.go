@@ -14,7 +14,7 @@
 //	  env:  [GITHUB_TOKEN]
 //	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s,
 //	           wall_timeout: 15m, host_bytes: 256MiB, prompt_bytes: 64KiB,
-//	           log_bytes: 1MiB, state_bytes: 16MiB}
+//	           log_bytes: 1MiB, state_bytes: 16MiB, max_registrations: 1024}
 //	  prompt: {order: [100, 199]}  # where its sections may sit; default [1, max]
 //	  events: [system-prompt/assemble]  # waterfalls it may join; none by default
 //

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
 	"slices"
 	"sync"
 )
@@ -30,8 +29,10 @@ type LimitedStore interface {
 var ErrFull = errors.New("plugin state full")
 
 // MaxBytes caps one plugin's state in one session, unless its grants
-// set another bound (grants.limits.state_bytes).
-const MaxBytes = defaults.StateBytes
+// set another bound (grants.limits.state_bytes). It is that grant's
+// default (internal/defaults refers to it), defined here so that this
+// package stays a leaf.
+const MaxBytes = 16 << 20
 
 // Memory is an in-memory Store. OnSet, when set, is told of
 // every change (the agent loop records them in the session so that resume
