@@ -41,7 +41,20 @@ func (e Entry) Validate() error {
 			bad("config", msg)
 		}
 	}
-	g := e.Grants
+	if err := e.Grants.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks grants built in code with the rules Decode applies to
+// YAML. Unset fields count as their defaults. Errors are *Error values
+// naming the field (grants.limits.memory, say), joined with errors.Join.
+func (g Grants) Validate() error {
+	var errs []error
+	bad := func(field, msg string) {
+		errs = append(errs, &Error{Field: field, Msg: msg})
+	}
 	for i, fs := range g.FS {
 		f := fmt.Sprintf("grants.fs[%d]", i)
 		if msg := checkFSPath(fs.Path); msg != "" {

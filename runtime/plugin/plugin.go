@@ -127,6 +127,12 @@ func (p *Plugin) Contribution() Contribution { return p.contrib.snapshot() }
 // prepare reads and verifies the module, and compiles it and creates its
 // runtime, unless it may load lazily from a manifest the cache holds.
 func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, err error) {
+	if spec.Grants != nil {
+		// The rules a deployment file's grants are decoded with.
+		if err := spec.Grants.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	src, err := h.readSource(spec.Source, spec.SHA256)
 	if err != nil {
 		return nil, err
