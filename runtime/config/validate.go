@@ -178,13 +178,8 @@ func (l Limits) checkWall() string {
 	if l.WallTimeout == 0 {
 		return ""
 	}
-	call, init := l.CallTimeout, l.InitTimeout
-	if call == 0 {
-		call = DefaultCallTimeout
-	}
-	if init == 0 {
-		init = DefaultInitTimeout
-	}
+	r := Grants{Limits: l}.Effective().Limits
+	call, init := r.CallTimeout, r.InitTimeout
 	if l.WallTimeout < call || l.WallTimeout < init {
 		return fmt.Sprintf("%v is shorter than call_timeout %v or init_timeout %v, which it contains", l.WallTimeout, call, init)
 	}
@@ -197,10 +192,7 @@ func (g Grants) checkWallExec() string {
 	if g.Limits.WallTimeout == 0 || !g.Exec.Allowed {
 		return ""
 	}
-	limit := g.Exec.MaxTimeout
-	if limit == 0 {
-		limit = max(DefaultExecMaxTimeout, g.Exec.Timeout)
-	}
+	limit := g.Effective().Exec.MaxTimeout
 	if g.Limits.WallTimeout < limit {
 		return fmt.Sprintf("%v is shorter than grants.exec.max_timeout %v: a command the grant allows could not finish", g.Limits.WallTimeout, limit)
 	}
