@@ -7,9 +7,9 @@
 // New makes a Host over a prompt.Registry. Load, Reload and Unload manage
 // plugins, each described by a Spec whose Grants are its whole policy,
 // limits and environment included, resolved as a deployment file's are
-// (SpecFromEntry builds one, with its
-// grants, from a config entry); CallTool runs a tool for an agent, and the
-// registry assembles the prompt from what the plugins registered.
+// (SpecFromEntry builds one from a config entry); CallTool runs a tool for
+// an agent, and the registry assembles the prompt from what the plugins
+// registered.
 // EndAgent closes an agent's instances and Close unloads every plugin. The
 // examples walk through each step with the built-in plugins of package
 // guests.
