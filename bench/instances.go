@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
@@ -82,7 +83,7 @@ func instanceRows(c bconfig) ([]*row, error) {
 			if err != nil {
 				return nil, err
 			}
-			p, err := h.Load(ctx, plugin.Spec{Name: "g", Source: g.path, Config: g.config, Limits: plugin.Limits{NoSnapshot: noImage}})
+			p, err := h.Load(ctx, plugin.Spec{Name: "g", Source: g.path, Config: g.config, Grants: snapshotGrants(!noImage)})
 			if err != nil {
 				h.Close(ctx)
 				return nil, fmt.Errorf("load %s: %w", g.path, err)
@@ -227,7 +228,7 @@ func runFleet(arg string) int {
 			return 1
 		}
 		if _, err := h.Load(ctx, plugin.Spec{Name: "kit", Source: kit, Config: json.RawMessage(`{"tools":["counter"]}`),
-			Limits: plugin.Limits{NoSnapshot: s != "true"}}); err != nil {
+			Grants: snapshotGrants(s == "true")}); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet:", err)
 			return 1
 		}
@@ -308,3 +309,9 @@ func chdirModuleRoot() error {
 }
 
 var _ = time.Second
+
+// snapshotGrants are the default grants with instances started from an
+// image (grants.limits.snapshot) or not.
+func snapshotGrants(snapshot bool) *config.Grants {
+	return &config.Grants{Limits: config.Limits{Snapshot: &snapshot}}
+}

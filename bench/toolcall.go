@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -253,7 +254,7 @@ func extismCaller() (*caller, error) {
 		var r struct{ Level, Message string }
 		_ = json.Unmarshal(req, &r)
 	}, []extism.ValueType{extism.ValueTypePTR}, nil)
-	manifest := extism.Manifest{Wasm: []extism.Wasm{extism.WasmFile{Path: path}}, Memory: &extism.ManifestMemory{MaxPages: plugin.DefaultMemoryPages}}
+	manifest := extism.Manifest{Wasm: []extism.Wasm{extism.WasmFile{Path: path}}, Memory: &extism.ManifestMemory{MaxPages: config.Limits{}.MemoryPages()}}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{logFn})
 	if err != nil {
 		return k, err

@@ -89,13 +89,11 @@ func Config(cfg map[string]any) LoadOption {
 	}
 }
 
-// Grants sets what the plugin may do (fs, exec, net, env, limits).
+// Grants sets the plugin's policy: what it may do (fs, exec, net, env)
+// and its limits. Zero fields take the defaults the product applies, so a
+// plugin is tested under the same bounds a deployment gives it.
 func Grants(g config.Grants) LoadOption {
-	return func(s *plugin.Spec) {
-		s.Grants = &g
-		s.Env = g.Env
-		s.Limits = plugin.Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout}
-	}
+	return func(s *plugin.Spec) { s.Grants = &g }
 }
 
 // Name sets the plugin's name (the default derives it from the path).

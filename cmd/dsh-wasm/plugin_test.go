@@ -84,7 +84,7 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"subscriptions": []any{},
 		"capabilities":  map[string]any{},
 		"bounds": map[string]any{"call_timeout": "30s", "host_bytes_per_call": float64(256 << 20), "init_timeout": "10s",
-			"log_bytes_per_minute": float64(1 << 20), "max_registrations": float64(1024), "memory_bytes": float64(256 << 20),
+			"log_bytes_per_minute": float64(1 << 20), "max_registrations": float64(1024), "memory_bytes": float64(128 << 20),
 			"prompt_bytes": float64(64 << 10), "prompt_bytes_used": float64(0), "registrations": float64(2),
 			"small_request_bytes": float64(4096), "state_bytes_per_session": float64(16 << 20), "wall_timeout": "15m0s"},
 		"prompt_order": []any{float64(1), float64(math.MaxInt)},
@@ -156,7 +156,7 @@ func TestInspectTestkit(t *testing.T) {
 		// The defaults, and what the registrations hold: the static
 		// section's 43 bytes and the two tools' names, descriptions and
 		// schemas (4+17+17 + 7+20+17).
-		Bounds: plugin.Bounds{MemoryBytes: 256 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
+		Bounds: plugin.Bounds{MemoryBytes: 128 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
 			HostBytesPerCall: 256 << 20, PromptBytes: 64 << 10, PromptBytesUsed: 125, LogBytesPerMinute: 1 << 20,
 			Registrations: 6, MaxRegistrations: 1024, StateBytesPerSession: 16 << 20, SmallRequestBytes: 4096},
 		PromptOrder: [2]int{1, math.MaxInt},

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"slices"
 	"strings"
 	"testing"
@@ -139,7 +140,7 @@ func TestPromptArguments(t *testing.T) {
 // error result with its message, never a protocol error or a dead server.
 func TestCallFailuresAreErrorResults(t *testing.T) {
 	spec := kit(t, map[string]any{"tools": []string{"spin", "trap", "fail", "counter"}})
-	spec.Limits.CallTimeout = 300 * time.Millisecond
+	spec.Grants = &config.Grants{Limits: config.Limits{CallTimeout: 300 * time.Millisecond}}
 	_, cs, _ := serve(t, spec, nil)
 	ctx := context.Background()
 	for name, want := range map[string]string{"spin": "budget", "trap": "trap", "fail": "the tool failed on purpose", "nope": "nope"} {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -96,11 +97,11 @@ func childScenario(spec childSpec) (childResult, error) {
 		return res, err
 	}
 	defer h.Close(ctx)
-	limits := plugin.Limits{CallTimeout: 300 * time.Millisecond, InitTimeout: 300 * time.Millisecond, MemoryPages: 1024}
+	grants := &config.Grants{Limits: config.Limits{CallTimeout: 300 * time.Millisecond, InitTimeout: 300 * time.Millisecond, Memory: 64 * config.MiB}}
 	loadAs := func(name, source string, cfg map[string]any) error {
 		cfg["self"] = name
 		b, _ := json.Marshal(cfg)
-		_, err := h.Load(ctx, plugin.Spec{Name: name, Source: source, Config: b, Limits: limits})
+		_, err := h.Load(ctx, plugin.Spec{Name: name, Source: source, Config: b, Grants: grants})
 		return err
 	}
 	load := func(cfg map[string]any) error { return loadAs("attacker", spec.Attacker, cfg) }

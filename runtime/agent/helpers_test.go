@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"log/slog"
 	"sync"
 	"testing"
@@ -279,7 +280,7 @@ func newHost(t testing.TB, reg *prompt.Registry, bus *events.Bus) *plugin.Host {
 }
 
 // loadTestkit loads the testkit guest with config cfg.
-func loadTestkit(t testing.TB, h *plugin.Host, name string, cfg map[string]any, limits plugin.Limits) {
+func loadTestkit(t testing.TB, h *plugin.Host, name string, cfg map[string]any, limits config.Limits) {
 	t.Helper()
 	path, err := guestbuild.Build("testdata/guests/testkit")
 	if err != nil {
@@ -289,7 +290,7 @@ func loadTestkit(t testing.TB, h *plugin.Host, name string, cfg map[string]any, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Load(context.Background(), plugin.Spec{Name: name, Source: path, Config: b, Limits: limits}); err != nil {
+	if _, err := h.Load(context.Background(), plugin.Spec{Name: name, Source: path, Config: b, Grants: &config.Grants{Limits: limits}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,7 +40,7 @@ func TestRenderFailureMidConversation(t *testing.T) {
 	}
 	loadTestkit(t, host, "workspace", map[string]any{
 		"sections": []map[string]any{{"name": "workspace:cwd", "order": 50, "text": "You work in {{cwd}}."}},
-	}, plugin.Limits{})
+	}, config.Limits{})
 
 	res := f.prompt(t, "two")
 	if res.End.Kind != session.EndError || res.End.Step != 1 || res.End.Code != "" || !errors.Is(res.Err, ErrPrompt) ||
@@ -83,7 +83,7 @@ func TestTrappingToolPlugin(t *testing.T) {
 	reg := newRegistry(t, testPersona)
 	bus := events.New(discard)
 	host := newHost(t, reg, bus)
-	loadTestkit(t, host, "kit", map[string]any{"tools": []string{"trap", "echo"}}, plugin.Limits{})
+	loadTestkit(t, host, "kit", map[string]any{"tools": []string{"trap", "echo"}}, config.Limits{})
 	f := newFixture(t, Options{Registry: reg, Bus: bus, Tools: host, Provider: scripted(t,
 		step(1, 1, callAnswer(call{"t1", "trap", `{}`})),
 		step(1, 2, callAnswer(call{"e1", "echo", `{"text":"still alive"}`})),
@@ -115,7 +115,7 @@ func TestCancelRunningTool(t *testing.T) {
 	reg := newRegistry(t, testPersona)
 	bus := events.New(discard)
 	host := newHost(t, reg, bus)
-	loadTestkit(t, host, "kit", map[string]any{"tools": []string{"spin"}}, plugin.Limits{CallTimeout: 30 * time.Second})
+	loadTestkit(t, host, "kit", map[string]any{"tools": []string{"spin"}}, config.Limits{CallTimeout: 30 * time.Second})
 	var a *Agent
 	var once sync.Once
 	f := newFixture(t, Options{Registry: reg, Bus: bus, Tools: host,

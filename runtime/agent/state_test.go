@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
@@ -36,7 +37,7 @@ func TestPluginStateSurvivesResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer host.Close(context.Background())
-		loadTestkit(t, host, "kit", map[string]any{"tools": []string{"state"}}, plugin.Limits{})
+		loadTestkit(t, host, "kit", map[string]any{"tools": []string{"state"}}, config.Limits{})
 		f := newFixture(t, Options{Session: sess, Registry: reg, Bus: bus, Tools: host, Provider: prov, State: state})
 		res := f.prompt(t, text)
 		f.Close(context.Background())

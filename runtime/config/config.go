@@ -14,7 +14,7 @@
 //	  env:  [GITHUB_TOKEN]
 //	  limits: {memory: 128MiB, call_timeout: 30s, init_timeout: 10s,
 //	           wall_timeout: 15m, host_bytes: 256MiB, prompt_bytes: 64KiB,
-//	           log_bytes: 1MiB, state_bytes: 16MiB}
+//	           log_bytes: 1MiB, state_bytes: 16MiB, max_registrations: 1024}
 //	  prompt: {order: [100, 199]}  # where its sections may sit; default [1, max]
 //	  events: [system-prompt/assemble]  # waterfalls it may join; none by default
 //
@@ -46,8 +46,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -60,46 +63,50 @@ var (
 	ErrInvalidCapabilities = errors.New("invalid capability declaration")
 )
 
-// Defaults filled in by ApplyDefaults (and so by Decode).
+// Defaults that Grants.Effective (and so Decode) fills in for zero
+// fields. Each is defined once, in internal/defaults; these names are how
+// the rest of the module and the docs refer to them.
 const (
-	DefaultExecTimeout     = 2 * time.Minute  // grants.exec.timeout
-	DefaultExecMaxTimeout  = 10 * time.Minute // grants.exec.max_timeout
-	DefaultExecOutputBytes = ByteSize(30000)  // grants.exec.output_bytes, per stream
-	DefaultExecProcesses   = 512              // grants.exec.max_processes, all commands of a plugin in a session
-	DefaultExecMemory      = 1 * GiB          // grants.exec.memory, all commands of a plugin in a session
-	DefaultExecFileBytes   = 1 * GiB          // grants.exec.file_bytes, per file a command writes
-	DefaultResponseBytes   = 5 * MiB          // grants.net.response_bytes
-	DefaultMemory          = 128 * MiB        // grants.limits.memory
-	DefaultCallTimeout     = 30 * time.Second // grants.limits.call_timeout
-	DefaultInitTimeout     = 10 * time.Second // grants.limits.init_timeout
+	DefaultExecTimeout     = defaults.ExecTimeout                // grants.exec.timeout
+	DefaultExecMaxTimeout  = defaults.ExecMaxTimeout             // grants.exec.max_timeout
+	DefaultExecOutputBytes = ByteSize(defaults.ExecOutputBytes)  // grants.exec.output_bytes, per stream
+	DefaultExecProcesses   = defaults.ExecProcesses              // grants.exec.max_processes, all commands of a plugin in a session
+	DefaultExecMemory      = ByteSize(defaults.ExecMemory)       // grants.exec.memory, all commands of a plugin in a session
+	DefaultExecFileBytes   = ByteSize(defaults.ExecFileBytes)    // grants.exec.file_bytes, per file a command writes
+	DefaultResponseBytes   = ByteSize(defaults.NetResponseBytes) // grants.net.response_bytes
+	DefaultMemory          = ByteSize(defaults.Memory)           // grants.limits.memory
+	DefaultCallTimeout     = defaults.CallTimeout                // grants.limits.call_timeout
+	DefaultInitTimeout     = defaults.InitTimeout                // grants.limits.init_timeout
 	// DefaultWallTimeout is grants.limits.wall_timeout: long enough for a
-	// command of grants.exec.max_timeout to finish (ApplyDefaults raises
-	// it to max_timeout + WallSlack when that is longer).
-	DefaultWallTimeout = 15 * time.Minute
-	WallSlack          = time.Minute
-	DefaultNetTimeout  = 30 * time.Second // grants.net.timeout
-	DefaultHostBytes   = 256 * MiB        // grants.limits.host_bytes
-	DefaultPromptBytes = 64 * KiB         // grants.limits.prompt_bytes
-	DefaultLogBytes    = 1 * MiB          // grants.limits.log_bytes, per minute
-	DefaultStateBytes  = 16 * MiB         // grants.limits.state_bytes, per session
+	// command of grants.exec.max_timeout to finish (Effective raises it
+	// to max_timeout + WallSlack when that is longer).
+	DefaultWallTimeout      = defaults.WallTimeout
+	WallSlack               = defaults.WallSlack
+	DefaultNetTimeout       = defaults.NetTimeout            // grants.net.timeout
+	DefaultHostBytes        = ByteSize(defaults.HostBytes)   // grants.limits.host_bytes
+	DefaultPromptBytes      = ByteSize(defaults.PromptBytes) // grants.limits.prompt_bytes
+	DefaultLogBytes         = ByteSize(defaults.LogBytes)    // grants.limits.log_bytes, per minute
+	DefaultStateBytes       = ByteSize(defaults.StateBytes)  // grants.limits.state_bytes, per session
+	DefaultMaxRegistrations = defaults.Registrations         // grants.limits.max_registrations
 )
 
-// Bounds enforced by Validate.
+// Bounds enforced by Validate (defined in internal/defaults).
 const (
-	MaxDuration    = 24 * time.Hour // any timeout
-	MaxOutputBytes = 64 * MiB       // grants.exec.output_bytes
-	MaxProcesses   = 65536          // grants.exec.max_processes
-	MinExecMemory  = 4 * MiB        // grants.exec.memory (less cannot start a shell)
-	MaxExecMemory  = 1 << 50        // grants.exec.memory (1 PiB: "as much as the machine has")
-	MaxFileBytes   = 1 << 50        // grants.exec.file_bytes
-	MaxResponse    = 1 * GiB        // grants.net.response_bytes
-	MaxMemory      = 4 * GiB        // grants.limits.memory (the wasm32 maximum)
-	MaxHostBytes   = 4 * GiB        // grants.limits.host_bytes
-	MinHostBytes   = 1 * MiB        // grants.limits.host_bytes
-	MaxPromptBytes = 16 * MiB       // grants.limits.prompt_bytes
-	MaxLogBytes    = 1 * GiB        // grants.limits.log_bytes
-	MaxStateBytes  = 1 * GiB        // grants.limits.state_bytes
-	WasmPageSize   = 64 * KiB
+	MaxDuration      = defaults.MaxDuration              // any timeout
+	MaxOutputBytes   = ByteSize(defaults.MaxOutputBytes) // grants.exec.output_bytes
+	MaxProcesses     = defaults.MaxProcesses             // grants.exec.max_processes
+	MinExecMemory    = ByteSize(defaults.MinExecMemory)  // grants.exec.memory (less cannot start a shell)
+	MaxExecMemory    = ByteSize(defaults.MaxExecMemory)  // grants.exec.memory (1 PiB: "as much as the machine has")
+	MaxFileBytes     = ByteSize(defaults.MaxFileBytes)   // grants.exec.file_bytes
+	MaxResponse      = ByteSize(defaults.MaxResponse)    // grants.net.response_bytes
+	MaxMemory        = ByteSize(defaults.MaxMemory)      // grants.limits.memory (the wasm32 maximum)
+	MaxHostBytes     = ByteSize(defaults.MaxHostBytes)   // grants.limits.host_bytes
+	MinHostBytes     = ByteSize(defaults.MinHostBytes)   // grants.limits.host_bytes
+	MaxPromptBytes   = ByteSize(defaults.MaxPromptBytes) // grants.limits.prompt_bytes
+	MaxLogBytes      = ByteSize(defaults.MaxLogBytes)    // grants.limits.log_bytes
+	MaxStateBytes    = ByteSize(defaults.MaxStateBytes)  // grants.limits.state_bytes
+	MaxRegistrations = defaults.MaxRegistrations         // grants.limits.max_registrations
+	WasmPageSize     = ByteSize(defaults.WasmPageSize)
 )
 
 // Workspace is the fs grant path that stands for the agent's working
@@ -234,9 +241,8 @@ type NetGrant struct {
 	AllowPrivate bool `yaml:"allow_private,omitempty"`
 }
 
-// Limits bound the plugin's own execution. This is the YAML shape;
-// plugin.Limits is the Go form the host runs with, and
-// plugin.SpecFromEntry translates one to the other.
+// Limits bound the plugin's own execution. Zero fields take the defaults
+// (see Grants.Effective).
 type Limits struct {
 	// Memory is the linear memory limit, rounded up to whole 64 KiB pages.
 	Memory ByteSize `yaml:"memory,omitempty"`
@@ -262,6 +268,9 @@ type Limits struct {
 	// files created. Unset means the default (Limits.DiskQuota).
 	DiskBytes ByteSize `yaml:"disk_bytes,omitempty"`
 	DiskFiles int      `yaml:"disk_files,omitempty"`
+	// MaxRegistrations caps the plugin's sections + variables + tools +
+	// subscriptions.
+	MaxRegistrations int `yaml:"max_registrations,omitempty"`
 	// Snapshot false makes every instance of the plugin initialise itself
 	// instead of starting from an image of a freshly initialised one (see
 	// docs/SECURITY.md: instances from one image share the random seeds
@@ -272,13 +281,7 @@ type Limits struct {
 // MemoryPages is the memory limit in 64 KiB Wasm pages, rounded up
 // (DefaultMemory when unset).
 func (l Limits) MemoryPages() uint32 {
-	m := l.Memory
-	if m == 0 {
-		m = DefaultMemory
-	}
-	if m > MaxMemory {
-		m = MaxMemory
-	}
+	m := min(Grants{Limits: l}.Effective().Limits.Memory, MaxMemory)
 	return uint32((uint64(m) + uint64(WasmPageSize) - 1) / uint64(WasmPageSize))
 }
 
@@ -288,9 +291,21 @@ func (e Entry) Builtin() (string, bool) {
 	return name, ok
 }
 
-// ApplyDefaults fills every unset limit with its documented default.
-func (e *Entry) ApplyDefaults() {
-	g := &e.Grants
+// ApplyDefaults fills every unset limit with its documented default
+// (e.Grants = e.Grants.Effective()).
+func (e *Entry) ApplyDefaults() { e.Grants = e.Grants.Effective() }
+
+// Effective returns g with every zero field that has a default filled in:
+// the policy a plugin runs under, whether g was decoded from YAML or
+// written in Go. It is the one place defaults are applied.
+func (g Grants) Effective() Grants {
+	withDefaults(&g)
+	return g
+}
+
+// withDefaults fills g's zero fields with their defaults.
+func withDefaults(g *Grants) {
+	g.FS = slices.Clone(g.FS)
 	for i := range g.FS {
 		if g.FS[i].Mode == "" {
 			g.FS[i].Mode = ModeRO
@@ -343,6 +358,15 @@ func (e *Entry) ApplyDefaults() {
 	}
 	if g.Limits.LogBytes == 0 {
 		g.Limits.LogBytes = DefaultLogBytes
+	}
+	if g.Limits.MaxRegistrations == 0 {
+		g.Limits.MaxRegistrations = DefaultMaxRegistrations
+	}
+	if g.Limits.DiskBytes == 0 {
+		g.Limits.DiskBytes = DefaultDiskBytes
+	}
+	if g.Limits.DiskFiles == 0 {
+		g.Limits.DiskFiles = DefaultDiskFiles
 	}
 	if g.Limits.StateBytes == 0 {
 		g.Limits.StateBytes = DefaultStateBytes
@@ -399,13 +423,8 @@ func (e ExecGrant) Environ(lookup func(string) (string, bool)) []string {
 // MaxTimeout, else an error wrapping ErrNotGranted. Unset fields count as
 // their defaults.
 func (e ExecGrant) CommandTimeout(requested time.Duration) (time.Duration, error) {
-	def, limit := e.Timeout, e.MaxTimeout
-	if def == 0 {
-		def = DefaultExecTimeout
-	}
-	if limit == 0 {
-		limit = max(DefaultExecMaxTimeout, def)
-	}
+	r := Grants{Exec: e}.Effective().Exec
+	def, limit := r.Timeout, r.MaxTimeout
 	switch {
 	case requested < 0:
 		return 0, fmt.Errorf("%w: negative timeout %v", ErrNotGranted, requested)

@@ -80,7 +80,8 @@ grants:
 			},
 			Env: []string{"GITHUB_TOKEN"},
 			Limits: Limits{Memory: 64 * MiB, CallTimeout: 5 * time.Second, InitTimeout: time.Minute,
-				WallTimeout: DefaultWallTimeout, HostBytes: DefaultHostBytes, PromptBytes: DefaultPromptBytes, LogBytes: DefaultLogBytes, StateBytes: DefaultStateBytes},
+				WallTimeout: DefaultWallTimeout, HostBytes: DefaultHostBytes, PromptBytes: DefaultPromptBytes, LogBytes: DefaultLogBytes, StateBytes: DefaultStateBytes,
+				DiskBytes: DefaultDiskBytes, DiskFiles: DefaultDiskFiles, MaxRegistrations: DefaultMaxRegistrations},
 		},
 	}
 	if !reflect.DeepEqual(e, want) {
@@ -205,7 +206,7 @@ func TestLoadErrors(t *testing.T) {
 		{"net allow_private str", "source: x\ngrants:\n  net:\n    allow_private: 1\n", `plugins.yaml:4: grants.net.allow_private: want true or false, got int "1"`},
 		{"env bad", "source: x\ngrants:\n  env: [HOME, A-B]\n", `plugins.yaml:3: grants.env[1]: "A-B" is not an environment variable name`},
 		{"env with value", "source: x\ngrants:\n  env: [A=1]\n", `plugins.yaml:3: grants.env[0]: "A=1" is not an environment variable name`},
-		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, host_bytes, init_timeout, log_bytes, memory, prompt_bytes, snapshot, state_bytes, wall_timeout)"},
+		{"limits unknown", "source: x\ngrants:\n  limits:\n    cpu: 2\n", "plugins.yaml:4: grants.limits.cpu: unknown field (known: call_timeout, disk_bytes, disk_files, host_bytes, init_timeout, log_bytes, max_registrations, memory, prompt_bytes, snapshot, state_bytes, wall_timeout)"},
 		{"memory zero", "source: x\ngrants:\n  limits:\n    memory: 0\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory zero unit", "source: x\ngrants:\n  limits:\n    memory: 0MiB\n", "plugins.yaml:4: grants.limits.memory: 0 bytes: must be at least 1"},
 		{"memory over 4GiB", "source: x\ngrants:\n  limits:\n    memory: 5GiB\n", "plugins.yaml:4: grants.limits.memory: 5GiB exceeds the 4GiB maximum"},

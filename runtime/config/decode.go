@@ -614,6 +614,9 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 		"state_bytes":  func(v *yaml.Node, f string) { l.StateBytes = d.size(v, f, 1, MaxStateBytes) },
 		"disk_bytes":   func(v *yaml.Node, f string) { l.DiskBytes = d.size(v, f, 1, MaxDiskBytes) },
 		"disk_files":   func(v *yaml.Node, f string) { l.DiskFiles = d.count(v, f, 1, MaxDiskFiles) },
+		"max_registrations": func(v *yaml.Node, f string) {
+			l.MaxRegistrations = d.count(v, f, 1, MaxRegistrations)
+		},
 		"snapshot": func(v *yaml.Node, f string) {
 			b := d.boolean(v, f)
 			l.Snapshot = &b

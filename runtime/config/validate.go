@@ -41,7 +41,20 @@ func (e Entry) Validate() error {
 			bad("config", msg)
 		}
 	}
-	g := e.Grants
+	if err := e.Grants.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks grants built in code with the rules Decode applies to
+// YAML. Unset fields count as their defaults. Errors are *Error values
+// naming the field (grants.limits.memory, say), joined with errors.Join.
+func (g Grants) Validate() error {
+	var errs []error
+	bad := func(field, msg string) {
+		errs = append(errs, &Error{Field: field, Msg: msg})
+	}
 	for i, fs := range g.FS {
 		f := fmt.Sprintf("grants.fs[%d]", i)
 		if msg := checkFSPath(fs.Path); msg != "" {
@@ -110,6 +123,11 @@ func (e Entry) Validate() error {
 			bad("grants.limits.disk_files", msg)
 		}
 	}
+	if g.Limits.MaxRegistrations != 0 {
+		if msg := checkCount(g.Limits.MaxRegistrations, 1, MaxRegistrations); msg != "" {
+			bad("grants.limits.max_registrations", msg)
+		}
+	}
 	if g.Exec.Memory != 0 {
 		if msg := checkSize(g.Exec.Memory, MinExecMemory, MaxExecMemory); msg != "" {
 			bad("grants.exec.memory", msg)
@@ -160,13 +178,8 @@ func (l Limits) checkWall() string {
 	if l.WallTimeout == 0 {
 		return ""
 	}
-	call, init := l.CallTimeout, l.InitTimeout
-	if call == 0 {
-		call = DefaultCallTimeout
-	}
-	if init == 0 {
-		init = DefaultInitTimeout
-	}
+	r := Grants{Limits: l}.Effective().Limits
+	call, init := r.CallTimeout, r.InitTimeout
 	if l.WallTimeout < call || l.WallTimeout < init {
 		return fmt.Sprintf("%v is shorter than call_timeout %v or init_timeout %v, which it contains", l.WallTimeout, call, init)
 	}
@@ -179,10 +192,7 @@ func (g Grants) checkWallExec() string {
 	if g.Limits.WallTimeout == 0 || !g.Exec.Allowed {
 		return ""
 	}
-	limit := g.Exec.MaxTimeout
-	if limit == 0 {
-		limit = max(DefaultExecMaxTimeout, g.Exec.Timeout)
-	}
+	limit := g.Effective().Exec.MaxTimeout
 	if g.Limits.WallTimeout < limit {
 		return fmt.Sprintf("%v is shorter than grants.exec.max_timeout %v: a command the grant allows could not finish", g.Limits.WallTimeout, limit)
 	}

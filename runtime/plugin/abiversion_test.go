@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"testing"
 	"time"
 
@@ -17,8 +18,8 @@ func TestABIVersionRunsUnderBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := Spec{Name: "spin", Source: p, Env: []string{"SPIN_ALWAYS"},
-		Limits: Limits{InitTimeout: 200 * time.Millisecond, CallTimeout: 200 * time.Millisecond}}
+	spec := Spec{Name: "spin", Source: p,
+		Grants: &config.Grants{Env: []string{"SPIN_ALWAYS"}, Limits: config.Limits{InitTimeout: 200 * time.Millisecond, CallTimeout: 200 * time.Millisecond}}}
 	// The 5 s bound below is for the load, not the compiler: compile the
 	// module before the clock starts.
 	compileFirst(t, spec)

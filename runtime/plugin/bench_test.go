@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"log/slog"
 	"os"
 	"runtime"
@@ -428,10 +429,10 @@ func extismEcho(b *testing.B, timeout bool) (*extism.Plugin, *atomic.Int64, *ato
 	}
 	manifest := extism.Manifest{
 		Wasm:   []extism.Wasm{extism.WasmFile{Path: path}},
-		Memory: &extism.ManifestMemory{MaxPages: DefaultMemoryPages},
+		Memory: &extism.ManifestMemory{MaxPages: config.Limits{}.MemoryPages()},
 	}
 	if timeout {
-		manifest.Timeout = uint64(DefaultCallTimeout / time.Millisecond)
+		manifest.Timeout = uint64(config.DefaultCallTimeout / time.Millisecond)
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true,
 		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(sharedCache(b).c)}, []extism.HostFunction{logFn})
@@ -483,7 +484,7 @@ func BenchmarkInstantiateWarm(b *testing.B) {
 			ctx := context.Background()
 			var asked atomic.Int64
 			_, p := benchHostWith(b, &asked, Spec{Name: "kit", Source: v.source(b), noInterrupt: v.fallback,
-				Limits: Limits{NoSnapshot: v.noImage}})
+				Grants: &config.Grants{Limits: config.Limits{Snapshot: snapshot(!v.noImage)}}})
 			h := p.h
 			b.ReportAllocs()
 			i := 0

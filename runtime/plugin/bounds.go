@@ -1,7 +1,5 @@
 package plugin
 
-import "github.com/dsh-wasm/dsh-wasm/runtime/config"
-
 // Bounds are the limits a loaded plugin runs under and how much of its
 // quotas its registrations use: what `dsh-wasm plugin inspect` shows and
 // docs/SECURITY.md lists.
@@ -47,12 +45,8 @@ func (p *Plugin) Bounds() Bounds {
 		LogBytesPerMinute: l.LogBytes, Registrations: regs, MaxRegistrations: l.MaxRegistrations,
 		StateBytesPerSession: l.StateBytes, SmallRequestBytes: smallRequest,
 	}
-	if g := p.spec.Grants; g != nil && len(g.Net.AllowedHosts) > 0 {
-		t := g.Net.Timeout
-		if t == 0 {
-			t = config.DefaultNetTimeout
-		}
-		b.NetTimeout = t.String()
+	if g := p.grants(); len(g.Net.AllowedHosts) > 0 {
+		b.NetTimeout = g.Net.Timeout.String()
 	}
 	return b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"strings"
 	"sync"
 	"testing"
@@ -95,7 +96,7 @@ type fakeModule struct{ api.Module }
 // TestStoppedCallHostCallsCanceled: a host function called by a stopped
 // call answers canceled, naming why, without doing its work.
 func TestStoppedCallHostCallsCanceled(t *testing.T) {
-	p := &Plugin{limits: Limits{}.withDefaults()}
+	p := &Plugin{limits: limitsOf(config.Grants{}.Effective())}
 	mod := &fakeModule{}
 	in := &instance{p: p}
 	p.byModule.Store(api.Module(mod), in)
@@ -178,7 +179,7 @@ func TestEventCycle(t *testing.T) {
 	h := newHost(t)
 	hog := hogGuest(t)
 	for _, p := range []struct{ name, listen string }{{"hoga", "plugin:hogb/ping"}, {"hogb", "plugin:hoga/ping"}} {
-		if _, err := h.Load(bg, Spec{Name: p.name, Source: hog, Limits: Limits{CallTimeout: 10 * time.Second},
+		if _, err := h.Load(bg, Spec{Name: p.name, Source: hog, Grants: &config.Grants{Limits: config.Limits{CallTimeout: 10 * time.Second}},
 			Config: cfg(t, map[string]any{"self": p.name, "prefix": p.name[3:] + "_", "listen": p.listen, "emit": "plugin:" + p.name + "/pong"})}); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestEventCycle(t *testing.T) {
 // budget stops the call and returns without waiting for it to end.
 func TestUnloadStopsCall(t *testing.T) {
 	h := newHost(t)
-	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Limits: Limits{CallTimeout: time.Minute},
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{CallTimeout: time.Minute}},
 		Config: cfg(t, map[string]any{"tools": []string{"counter", "spin"}})}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestLogRate(t *testing.T) {
 }
 
 func TestRequestLimits(t *testing.T) {
-	p := &Plugin{limits: Limits{PromptBytes: 1000}.withDefaults()}
+	p := &Plugin{limits: limitsOf(config.Grants{Limits: config.Limits{PromptBytes: 1000}}.Effective())}
 	for fn, want := range map[string]uint32{
 		hostfns.FnStateGet: smallRequest, hostfns.FnEnvGet: smallRequest, hostfns.FnExecKill: smallRequest,
 		hostfns.FnStateSet: hostfns.MaxRequestBytes, hostfns.FnSectionRegister: 6*1000 + smallRequest,
@@ -292,7 +293,7 @@ func TestCloseDuringLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{InitTimeout: time.Minute},
+	spec := Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{InitTimeout: time.Minute}},
 		Config: cfg(t, map[string]any{"init_spin": true})}
 	// Compiled first, so that 300 ms from now the load is in dsh_init,
 	// and the bounds below are Close's, not the compiler's.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func TestWatchdogLifecycle(t *testing.T) {
 	h := newHost(t)
 	const budget = 100 * time.Millisecond
-	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Limits: Limits{CallTimeout: budget},
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{CallTimeout: budget}},
 		Config: cfg(t, map[string]any{"tools": []string{"counter", "spin"}})}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestCancelledContextStopsAtOnce(t *testing.T) {
 // succeed.
 func TestBudgetsOfConcurrentCalls(t *testing.T) {
 	h := newHost(t)
-	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Limits: Limits{CallTimeout: 200 * time.Millisecond},
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{CallTimeout: 200 * time.Millisecond}},
 		Config: cfg(t, map[string]any{"tools": []string{"counter", "spin"}})}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,7 +91,9 @@ func TestBulkMemoryIsChargedByLength(t *testing.T) {
 	if !ok {
 		t.Skip("no process CPU time on this platform")
 	}
-	_, err := h.Load(ctx, Spec{Name: "rawfill", Source: path, Limits: Limits{InitTimeout: 100 * time.Millisecond}})
+	_, err := h.Load(ctx, Spec{Name: "rawfill", Source: path,
+		// The module declares 4000 pages: more than the default memory bound.
+		Grants: &config.Grants{Limits: config.Limits{Memory: 4000 * config.WasmPageSize, InitTimeout: 100 * time.Millisecond}}})
 	cpu, _ := cputime.Process()
 	if !errors.Is(err, ErrComputeBudget) {
 		t.Fatalf("Load: %v", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"testing"
 
 	extism "github.com/extism/go-sdk"
@@ -108,7 +109,7 @@ func goSDKCommunity(b *testing.B, path string) *extism.Plugin {
 	}
 	manifest := extism.Manifest{
 		Wasm:   []extism.Wasm{extism.WasmFile{Path: path}},
-		Memory: &extism.ManifestMemory{MaxPages: DefaultMemoryPages},
+		Memory: &extism.ManifestMemory{MaxPages: config.Limits{}.MemoryPages()},
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true,
 		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(sharedCache(b).c)}, fns)

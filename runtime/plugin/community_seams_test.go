@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,7 +58,7 @@ func TestCommunityToolsChargedToPromptBytes(t *testing.T) {
 	// A small quota: one big schema is enough.
 	_, err = newHost(t).Load(ctx, Spec{Name: "schema", Source: communityGuest(t, "mcp-v1"),
 		Config: cfg(t, map[string]any{"pad_tools": "1", "pad_schema": "4000"}),
-		Limits: Limits{PromptBytes: 4 << 10}})
+		Grants: &config.Grants{Limits: config.Limits{PromptBytes: 4 << 10}}})
 	if !errors.Is(err, ErrInit) || !strings.Contains(err.Error(), `tool "pad_0"`) || !strings.Contains(err.Error(), "grants.limits.prompt_bytes (4096)") {
 		t.Fatalf("a schema over the quota: %v", err)
 	}

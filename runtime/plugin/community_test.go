@@ -402,6 +402,7 @@ func TestCommunityInstancesClose(t *testing.T) {
 		t.Fatalf("after unload: %d modules", modules())
 	}
 }
+
 // The Extism kernel's memory is capped at a quarter of the plugin's
 // memory grant (docs/SECURITY.md, community ABIs): its memory's maximum
 // is that share, and an input past it fails the call with the reason,
@@ -410,7 +411,7 @@ func TestCommunityKernelMemoryIsAQuarterOfTheGrant(t *testing.T) {
 	ctx := context.Background()
 	h := newHost(t)
 	const grant = 1024 // pages: 64 MiB
-	p, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1"), Limits: Limits{MemoryPages: grant}})
+	p, err := h.Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1"), Grants: &config.Grants{Limits: config.Limits{Memory: grant * config.WasmPageSize}}})
 	if err != nil {
 		t.Fatal(err)
 	}

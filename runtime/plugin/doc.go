@@ -5,9 +5,11 @@
 // # Embedding
 //
 // New makes a Host over a prompt.Registry. Load, Reload and Unload manage
-// plugins, each described by a Spec (SpecFromEntry builds one, with its
-// grants, from a config entry); CallTool runs a tool for an agent, and the
-// registry assembles the prompt from what the plugins registered.
+// plugins, each described by a Spec whose Grants are its whole policy,
+// limits and environment included, resolved as a deployment file's are
+// (SpecFromEntry builds one from a config entry); CallTool runs a tool for
+// an agent, and the registry assembles the prompt from what the plugins
+// registered.
 // EndAgent closes an agent's instances and Close unloads every plugin. The
 // examples walk through each step with the built-in plugins of package
 // guests.
@@ -39,7 +41,7 @@
 // Every export call runs under the plugin's call timeout (init under its
 // init timeout). The budget counts guest compute and the host's work for
 // the guest; only waits another grant bounds (exec_run, http_request) are
-// left out, outside init. A wall-clock cap (Limits.WallTimeout) counts
+// left out, outside init. A wall-clock cap (grants.limits.wall_timeout) counts
 // everything. Unload, EndAgent and Close stop calls in progress instead
 // of waiting for them, and a wait-for graph refuses call cycles between
 // instances (ErrDeadlock). A

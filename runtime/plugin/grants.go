@@ -15,26 +15,19 @@ import (
 	"github.com/tetratelabs/wazero"
 )
 
-// SpecFromEntry turns a config entry into a Spec: the plugin's config,
-// its limits, its environment and every grant. name may be empty.
+// SpecFromEntry turns a config entry into a Spec: the plugin's config
+// and its grants, limits and environment included. name may be empty.
+// The grants are resolved when the plugin loads, as for any Spec.
 func SpecFromEntry(name string, e config.Entry) (Spec, error) {
 	if err := e.Validate(); err != nil {
 		return Spec{}, err
 	}
-	e.ApplyDefaults()
 	cfg, err := e.ConfigJSON()
 	if err != nil {
 		return Spec{}, err
 	}
 	g := e.Grants
-	spec := Spec{
-		Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Env: g.Env, Grants: &g, ABI: e.ABI,
-		Limits: Limits{MemoryPages: g.Limits.MemoryPages(), CallTimeout: g.Limits.CallTimeout, InitTimeout: g.Limits.InitTimeout,
-			WallTimeout: g.Limits.WallTimeout, HostBytes: int64(g.Limits.HostBytes), PromptBytes: int64(g.Limits.PromptBytes),
-			LogBytes: int64(g.Limits.LogBytes), StateBytes: int64(g.Limits.StateBytes),
-			NoSnapshot: g.Limits.Snapshot != nil && !*g.Limits.Snapshot},
-	}
-	return spec, nil
+	return Spec{Name: name, Source: e.Source, SHA256: e.SHA256, Config: cfg, Grants: &g, ABI: e.ABI}, nil
 }
 
 // checkGrants decides whether declared needs are covered by the grants.

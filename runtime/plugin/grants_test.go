@@ -186,3 +186,25 @@ func TestNeedsWithoutGrantsAreRefused(t *testing.T) {
 		t.Errorf("no needs, no grants: %v", err)
 	}
 }
+
+// TestGoGrantsAreValidatedAsYAML: grants written in Go are held to the
+// rules a deployment file's are decoded with, and a refusal names the
+// field, as it would in YAML.
+func TestGoGrantsAreValidatedAsYAML(t *testing.T) {
+	h := newHost(t)
+	for field, g := range map[string]config.Grants{
+		"grants.limits.host_bytes":   {Limits: config.Limits{HostBytes: 4000}},
+		"grants.limits.memory":       {Limits: config.Limits{Memory: config.MaxMemory + 1}},
+		"grants.limits.call_timeout": {Limits: config.Limits{CallTimeout: -1}},
+		"grants.fs[0].path":          {FS: []config.FSGrant{{Path: "relative"}}},
+		"grants.env[0]":              {Env: []string{"A=B"}},
+	} {
+		_, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &g})
+		if !errors.Is(err, config.ErrInvalidConfig) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: load error %v, want an invalid config naming the field", field, err)
+		}
+		if h.Plugin("kit") != nil {
+			t.Fatalf("%s: the plugin loaded", field)
+		}
+	}
+}

@@ -53,7 +53,9 @@ func compileFirst(t testing.TB, spec Spec) {
 		t.Fatal(err)
 	}
 	defer h.Close(context.Background())
-	spec.Limits.InitTimeout, spec.Limits.CallTimeout = 100*time.Millisecond, 100*time.Millisecond
+	g := spec.effectiveGrants()
+	g.Limits.InitTimeout, g.Limits.CallTimeout = 100*time.Millisecond, 100*time.Millisecond
+	spec.Grants = &g
 	_, _ = h.Load(context.Background(), spec)
 }
 
@@ -110,3 +112,6 @@ func checkCBuild(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// snapshot is a grants.limits.snapshot value.
+func snapshot(on bool) *bool { return &on }

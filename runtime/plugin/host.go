@@ -67,14 +67,13 @@ type Spec struct {
 	SHA256 string
 	// Config is the plugin's config as JSON; empty means {}.
 	Config json.RawMessage
-	// Limits bound the plugin's memory and compute.
-	Limits Limits
-	// Env lists the host environment variables the plugin may read.
-	Env []string
-	// Grants, when set, are what the plugin may do: its filesystem roots
-	// (mounted through a jail), exec and net. The plugin's declared needs
-	// are checked against them; without Grants, only a plugin that
-	// declares no needs loads.
+	// Grants are the plugin's whole policy: what it may do (its
+	// filesystem roots, mounted through a jail, exec, net, the host
+	// environment variables it may read) and the limits it runs under.
+	// Zero fields take the defaults, resolved by config.Grants.Effective
+	// as for a YAML entry. The plugin's declared needs are checked against
+	// them; without Grants, only a plugin that declares no needs loads,
+	// under the default limits.
 	Grants *config.Grants
 	// Inspect loads the plugin to look at it alone: without refusing it
 	// for its needs, nor for references to variables that other plugins
@@ -92,8 +91,9 @@ type Spec struct {
 	noInterrupt bool
 }
 
-// Limits bound a plugin. Zero fields take the defaults.
-type Limits struct {
+// runLimits are the bounds a loaded plugin runs under, in the units the
+// host uses; limitsOf derives them from its effective grants.
+type runLimits struct {
 	// MemoryPages caps linear memory, in 64 KiB pages.
 	MemoryPages uint32
 	// CallTimeout is the compute budget of one call: guest code and the
@@ -117,8 +117,8 @@ type Limits struct {
 	// the rest is dropped.
 	LogBytes int64
 	// StateBytes caps the plugin's host-side state in one session (with
-	// a pluginstate.Store that implements pluginstate.LimitedStore, as the built-in
-	// ones do).
+	// a pluginstate.Store that implements pluginstate.LimitedStore, as the
+	// built-in ones do).
 	StateBytes int64
 	// NoSnapshot makes every instance run the module's initialiser instead
 	// of starting from an image of a freshly initialised instance (see
@@ -126,47 +126,23 @@ type Limits struct {
 	NoSnapshot bool
 }
 
-// Default limits.
-const (
-	DefaultMemoryPages      = 4096 // 256 MiB
-	DefaultCallTimeout      = 30 * time.Second
-	DefaultInitTimeout      = 10 * time.Second
-	DefaultWallTimeout      = 15 * time.Minute
-	DefaultMaxRegistrations = 1024
-	DefaultHostBytes        = 256 << 20
-	DefaultPromptBytes      = 64 << 10
-	DefaultLogBytes         = 1 << 20
-)
+// effectiveGrants resolves the spec's grants (none when nil) through
+// config.Grants.Effective, the one place defaults are applied.
+func (s Spec) effectiveGrants() config.Grants {
+	var g config.Grants
+	if s.Grants != nil {
+		g = *s.Grants
+	}
+	return g.Effective()
+}
 
-func (l Limits) withDefaults() Limits {
-	if l.MemoryPages == 0 {
-		l.MemoryPages = DefaultMemoryPages
-	}
-	if l.CallTimeout == 0 {
-		l.CallTimeout = DefaultCallTimeout
-	}
-	if l.InitTimeout == 0 {
-		l.InitTimeout = DefaultInitTimeout
-	}
-	if l.WallTimeout == 0 {
-		l.WallTimeout = max(DefaultWallTimeout, l.CallTimeout, l.InitTimeout)
-	}
-	if l.MaxRegistrations == 0 {
-		l.MaxRegistrations = DefaultMaxRegistrations
-	}
-	if l.HostBytes == 0 {
-		l.HostBytes = DefaultHostBytes
-	}
-	if l.PromptBytes == 0 {
-		l.PromptBytes = DefaultPromptBytes
-	}
-	if l.LogBytes == 0 {
-		l.LogBytes = DefaultLogBytes
-	}
-	if l.StateBytes == 0 {
-		l.StateBytes = pluginstate.MaxBytes
-	}
-	return l
+// limitsOf converts effective grants' limits to the host's units.
+func limitsOf(g config.Grants) runLimits {
+	l := g.Limits
+	return runLimits{MemoryPages: l.MemoryPages(), CallTimeout: l.CallTimeout, InitTimeout: l.InitTimeout,
+		WallTimeout: l.WallTimeout, MaxRegistrations: l.MaxRegistrations, HostBytes: int64(l.HostBytes),
+		PromptBytes: int64(l.PromptBytes), LogBytes: int64(l.LogBytes), StateBytes: int64(l.StateBytes),
+		NoSnapshot: l.Snapshot != nil && !*l.Snapshot}
 }
 
 // Host loads plugins and calls into them. It is safe for concurrent use.

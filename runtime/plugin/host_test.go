@@ -163,7 +163,7 @@ func TestFailedInitRollsBack(t *testing.T) {
 
 func TestInitTimeoutKillsInfiniteLoop(t *testing.T) {
 	h := newHost(t)
-	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{InitTimeout: 300 * time.Millisecond},
+	spec := Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{InitTimeout: 300 * time.Millisecond}},
 		Config: cfg(t, map[string]any{"init_spin": true})}
 	compileFirst(t, spec) // the bound below is the spin's, not the compiler's
 	start := time.Now()
@@ -278,7 +278,7 @@ func TestConstructorFailsAtRenderNotLoad(t *testing.T) {
 
 func TestToolFailuresBecomeResults(t *testing.T) {
 	h := newHost(t)
-	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Limits: Limits{CallTimeout: 300 * time.Millisecond},
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{CallTimeout: 300 * time.Millisecond}},
 		Config: cfg(t, map[string]any{"tools": []string{"counter", "trap", "spin", "fail", "echo"}})})
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +495,7 @@ func TestEnvIsGranted(t *testing.T) {
 	t.Setenv("DSH_TEST_SECRET", "s3cret")
 	t.Setenv("DSH_TEST_OPEN", "open")
 	h := newHost(t)
-	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Env: []string{"DSH_TEST_OPEN"}, Config: cfg(t, map[string]any{"tools": []string{"getenv"}})}); err != nil {
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Env: []string{"DSH_TEST_OPEN"}}, Config: cfg(t, map[string]any{"tools": []string{"getenv"}})}); err != nil {
 		t.Fatal(err)
 	}
 	a := agent("a", "m")
@@ -514,7 +514,7 @@ func TestEnvIsGranted(t *testing.T) {
 func TestBudgetKillsWithBothMechanisms(t *testing.T) {
 	for _, fallback := range []bool{false, true} {
 		h := newHost(t)
-		p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), noInterrupt: fallback, Limits: Limits{CallTimeout: 200 * time.Millisecond},
+		p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), noInterrupt: fallback, Grants: &config.Grants{Limits: config.Limits{CallTimeout: 200 * time.Millisecond}},
 			Config: cfg(t, map[string]any{"tools": []string{"spin", "counter"}})})
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ func hostEnvGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status
 	if st, msg := decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	if !slices.Contains(in.p.spec.Env, r.Name) || r.Name == "" {
+	if !slices.Contains(in.p.grants().Env, r.Name) || r.Name == "" {
 		return nil, hostfns.ErrDenied, fmt.Sprintf("environment variable %q is not granted to plugin %q (grants.env)", r.Name, in.p.name)
 	}
 	v, ok := os.LookupEnv(r.Name)

@@ -135,7 +135,7 @@ func isActive(ctx context.Context, in *instance) bool {
 // envList is the granted environment an instance sees, as NAME=value.
 func (p *Plugin) envList() []string {
 	var out []string
-	for _, name := range p.spec.Env {
+	for _, name := range p.grants().Env {
 		if v, ok := os.LookupEnv(name); ok {
 			out = append(out, name+"="+v)
 		}
@@ -162,7 +162,7 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wa
 	if shift != 0 {
 		cfg = cfg.WithWalltime(shiftedClock(shift), sys.ClockResolution(time.Microsecond.Nanoseconds()))
 	}
-	for _, name := range p.spec.Env {
+	for _, name := range p.grants().Env {
 		if v, ok := os.LookupEnv(name); ok {
 			cfg = cfg.WithEnv(name, v)
 		}

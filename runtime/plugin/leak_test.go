@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -23,7 +24,7 @@ func TestNoLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := h.Load(bg, Spec{Name: "kit", Source: src, Limits: Limits{CallTimeout: 200 * time.Millisecond}, Config: cfg(t, map[string]any{
+	p, err := h.Load(bg, Spec{Name: "kit", Source: src, Grants: &config.Grants{Limits: config.Limits{CallTimeout: 200 * time.Millisecond}}, Config: cfg(t, map[string]any{
 		"sections": []map[string]any{{"name": "kit:dyn", "order": 1, "dynamic": true}}, "variables": []string{"kv"},
 		"tools": []string{"counter", "trap", "spin"}, "subscribe": []map[string]any{{"event": "custom/ping"}},
 	})})

@@ -344,7 +344,7 @@ func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnExecRun, Req: []byte(`{"argv":["id"]}`)})
 		}},
 		{"oversized section", func(m *manifest) {
-			big, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:big", Order: 150, Text: strings.Repeat("x", int(DefaultPromptBytes)+1)})
+			big, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:big", Order: 150, Text: strings.Repeat("x", int(config.DefaultPromptBytes)+1)})
 			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnSectionRegister, Req: big})
 		}},
 		{"identity order", func(m *manifest) {
@@ -839,12 +839,17 @@ func TestCarriedOnEventKeepsItsHostByteBudget(t *testing.T) {
 		probes = append(probes, map[string]any{"fn": hostfns.FnSectionRegister, "req": string(req)})
 	}
 	dir := t.TempDir()
-	spec := Spec{Name: "kit", Source: testkit(t), Limits: Limits{HostBytes: 4000}, Config: cfg(t, map[string]any{
+	// A budget of 4000 host bytes per call, below what grants may set
+	// (grants.limits.host_bytes is at least 1 MiB), is set on each loaded
+	// plugin before the event.
+	const budget = 4000
+	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
 		"sections":     []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
 		"subscribe":    []map[string]any{{"event": "custom/ping"}},
 		"event_probes": probes,
 	})}
 	h1, p1 := loadAgain(t, dir, spec)
+	p1.limits.HostBytes = budget
 	if err := h1.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -860,6 +865,7 @@ func TestCarriedOnEventKeepsItsHostByteBudget(t *testing.T) {
 	// The replay spends the first two requests, the second refused now:
 	// the guest carries on, and its third request is still one too many.
 	h2, p2 := loadTaken(t, dir, spec, "kit:ev2")
+	p2.limits.HostBytes = budget
 	if err := h2.Bus().Emit(bg, "custom/ping", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}

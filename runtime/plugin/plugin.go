@@ -29,7 +29,7 @@ type Plugin struct {
 	source  string
 	digest  string
 	spec    Spec
-	limits  Limits
+	limits  runLimits
 	config  []byte
 	log     *slog.Logger
 	rt      wazero.Runtime
@@ -127,6 +127,12 @@ func (p *Plugin) Contribution() Contribution { return p.contrib.snapshot() }
 // prepare reads and verifies the module, and compiles it and creates its
 // runtime, unless it may load lazily from a manifest the cache holds.
 func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, err error) {
+	if spec.Grants != nil {
+		// The rules a deployment file's grants are decoded with.
+		if err := spec.Grants.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	src, err := h.readSource(spec.Source, spec.SHA256)
 	if err != nil {
 		return nil, err
@@ -137,8 +143,12 @@ func (h *Host) prepare(ctx context.Context, name string, spec Spec) (_ *Plugin, 
 	} else if !json.Valid(cfg) {
 		return nil, fmt.Errorf("%w: config is not valid JSON", ErrSource)
 	}
+	eff := spec.effectiveGrants()
+	if spec.Grants != nil {
+		spec.Grants = &eff
+	}
 	p := &Plugin{h: h, name: name, source: spec.Source, digest: src.digest, spec: spec,
-		limits: spec.Limits.withDefaults(), config: cfg, agents: map[string]*agentSlot{},
+		limits: limitsOf(eff), config: cfg, agents: map[string]*agentSlot{},
 		log: h.log.With("plugin", name), src: src}
 	p.contrib = newContrib(p)
 	if err := p.openSandbox(); err != nil {

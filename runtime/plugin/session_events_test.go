@@ -41,12 +41,13 @@ func appendProbes(t *testing.T, h *Host, ctx context.Context, reqs []string) []p
 func loadAppender(t *testing.T, granted ...string) *Host {
 	t.Helper()
 	h := newHost(t)
-	// Grants built in code, past config validation: the host must refuse
-	// core types by itself.
-	g := &config.Grants{SessionEvents: granted}
-	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: g, Config: cfg(t, map[string]any{"tools": []string{"probe"}})}); err != nil {
+	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{}, Config: cfg(t, map[string]any{"tools": []string{"probe"}})})
+	if err != nil {
 		t.Fatal(err)
 	}
+	// Grants past validation (which refuses core types, in Go as in YAML),
+	// set on the loaded plugin: the host must refuse core types by itself.
+	p.sandbox.grants.SessionEvents = granted
 	return h
 }
 

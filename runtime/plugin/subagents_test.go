@@ -147,9 +147,8 @@ func TestSubagentTimeIsNotTheCallersBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
-	g := &config.Grants{Subagents: []string{"spawn"}}
-	spec := Spec{Name: "kit", Source: testkit(t), Grants: g, Config: cfg(t, map[string]any{"tools": []string{"probe"}}),
-		Limits: Limits{CallTimeout: 300 * time.Millisecond}}
+	g := &config.Grants{Subagents: []string{"spawn"}, Limits: config.Limits{CallTimeout: 300 * time.Millisecond}}
+	spec := Spec{Name: "kit", Source: testkit(t), Grants: g, Config: cfg(t, map[string]any{"tools": []string{"probe"}})}
 	if _, err := h.Load(bg, spec); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,9 @@ type LimitedStore interface {
 var ErrFull = errors.New("plugin state full")
 
 // MaxBytes caps one plugin's state in one session, unless its grants
-// set another bound (grants.limits.state_bytes).
+// set another bound (grants.limits.state_bytes). It is that grant's
+// default (internal/defaults refers to it), defined here so that this
+// package stays a leaf.
 const MaxBytes = 16 << 20
 
 // Memory is an in-memory Store. OnSet, when set, is told of

@@ -1,12 +1,15 @@
 package execjail
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
+)
 
 // Default limits for zero Limits fields.
 const (
-	DefaultMaxProcesses = 512
-	DefaultMemory       = int64(1) << 30 // 1 GiB
-	DefaultFileBytes    = int64(1) << 30 // 1 GiB
+	DefaultMaxProcesses = defaults.ExecProcesses
+	DefaultMemory       = int64(defaults.ExecMemory)
+	DefaultFileBytes    = int64(defaults.ExecFileBytes)
 )
 
 // Limits bound what a Manager's commands may consume. Processes and

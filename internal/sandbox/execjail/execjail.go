@@ -100,6 +100,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
 	"io"
 	"io/fs"
 	"os"
@@ -129,7 +130,7 @@ var (
 
 // Defaults for zero Options fields.
 const (
-	DefaultOutputBytes = 30000 // per stream
+	DefaultOutputBytes = defaults.ExecOutputBytes // per stream
 	DefaultMaxRunning  = 16
 	DefaultMaxFinished = 64
 )

@@ -3,6 +3,7 @@ package fsjail
 import (
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
 	"sync"
 )
 
@@ -15,8 +16,8 @@ var ErrQuotaExceeded = errors.New("fsjail: disk quota exceeded")
 // Default quota of a plugin's fs grants, as runtime/config's defaults for
 // grants.limits.disk_bytes and disk_files.
 const (
-	DefaultDiskBytes = 1 << 30
-	DefaultDiskFiles = 4096
+	DefaultDiskBytes = defaults.DiskBytes
+	DefaultDiskFiles = defaults.DiskFiles
 )
 
 // Quota bounds what one plugin adds to the disk through every Jail that

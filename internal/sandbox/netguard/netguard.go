@@ -48,6 +48,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/internal/defaults"
 	"io"
 	"net"
 	"net/http"
@@ -71,10 +72,10 @@ var (
 
 // Defaults applied by New for zero Options fields.
 const (
-	DefaultMaxResponseBytes = 5 << 20 // 5 MiB
+	DefaultMaxResponseBytes = defaults.NetResponseBytes
 	DefaultMaxRequestBytes  = 5 << 20 // 5 MiB
 	DefaultMaxRedirects     = 10
-	DefaultTimeout          = 30 * time.Second
+	DefaultTimeout          = defaults.NetTimeout
 )
 
 // Resolver looks up the addresses of a host name; *net.Resolver satisfies it.
