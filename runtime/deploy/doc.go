@@ -13,6 +13,17 @@
 //	...
 //	defer s.Close(ctx)
 //	res, err := s.Prompt(ctx, "List the files here.")
+//	var te *deploy.TurnError
+//	if errors.As(err, &te) {
+//		// the turn ran but did not complete: te.End.Kind says how it
+//		// ended; res still holds its text and steps
+//	} else if err != nil {
+//		// no turn ran
+//	}
+//
+// A turn that did not complete (it failed, was cancelled, hit the token
+// ceiling or the step cap) is recorded like any other and returned with
+// a *TurnError: check Prompt's error, not only its result.
 //
 // Opening registers, in this order and so before any plugin can claim
 // their names: the harness sections (harness:identity, deployment:persona),

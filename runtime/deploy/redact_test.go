@@ -111,8 +111,8 @@ func TestSecretsStayOutOfWhatTheDeploymentShows(t *testing.T) {
 	}
 	stream := s.Follow()
 	res, err := s.Prompt(ctx, "hello")
-	if err != nil {
-		t.Fatal(err)
+	if te := (*deploy.TurnError)(nil); !errors.As(err, &te) {
+		t.Fatalf("a failed turn returned %v, want a *deploy.TurnError", err)
 	}
 	if res.End.Kind != session.EndError || !strings.Contains(res.End.Message, "401") {
 		t.Fatalf("turn ended %+v, want an error with the 401", res.End)
