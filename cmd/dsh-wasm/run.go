@@ -207,4 +207,3 @@ func printEvents(ctx context.Context, w io.Writer, st *deploy.Stream) error {
 		}
 	}
 }
-
