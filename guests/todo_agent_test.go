@@ -1,13 +1,13 @@
 package guests
 
 import (
-	"context"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
@@ -33,33 +33,11 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	if _, err := h.Load(bg, spec); err != nil {
 		t.Fatal(err)
 	}
-	calls := 0
-	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		calls++
-		var chunks []model.Chunk
-		if calls == 1 {
-			args := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call_1", Name: "todo_write", ArgumentsDelta: args},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		} else {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: "planned"},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	prov := &scripted.Tools{
+		Calls: []scripted.Call{{Name: "todo_write",
+			Arguments: `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`}},
+		Answer: func(*model.Request) string { return "planned" },
+	}
 	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
@@ -205,36 +206,20 @@ func (h *Host) Turn(tool string, args any) Turn {
 	}
 	defer sess.Close()
 	var out Turn
-	provider := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		var chunks []model.Chunk
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == model.RoleTool {
-			out.Result, out.IsError = last.Content[0].Text, last.IsError
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: "the tool said: " + last.Content[0].Text},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
+	provider := &scripted.Tools{
+		Calls:  []scripted.Call{{ID: "call-1", Name: tool, Arguments: string(b)}},
+		Answer: scripted.Echo,
+		Seen: func(step int, req *model.Request) {
+			if step == 1 {
+				out.System = req.System
+				for _, t := range req.Tools {
+					out.Tools = append(out.Tools, t.Name)
+				}
+			} else {
+				out.Result, out.IsError, _ = scripted.LastResult(req)
 			}
-		} else {
-			out.System = req.System
-			for _, t := range req.Tools {
-				out.Tools = append(out.Tools, t.Name)
-			}
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call-1", Name: tool, ArgumentsDelta: string(b)},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		},
+	}
 	ctx := context.Background()
 	a, err := agent.New(ctx, agent.Options{ID: h.facts.ID, Model: h.facts.Model, Session: sess, Provider: provider,
 		Registry: h.Registry(), Bus: h.Bus(), Tools: h.Host})

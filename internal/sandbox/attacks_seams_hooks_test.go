@@ -8,14 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
@@ -113,34 +112,10 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 		e.t.Fatal(err)
 	}
 	defer sess.Close()
-	var mu sync.Mutex
-	n := 0
-	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		mu.Lock()
-		i := n
-		n++
-		mu.Unlock()
-		chunks := []model.Chunk{
-			{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-			{Type: model.ChunkTextDelta, Index: 0, Text: "done"},
-			{Type: model.ChunkBlockEnd, Index: 0},
-			{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-		}
-		if i < len(args) {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: fmt.Sprintf("call-%d", i+1), Name: "bash", ArgumentsDelta: args[i]},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	prov := &scripted.Tools{}
+	for _, a := range args {
+		prov.Calls = append(prov.Calls, scripted.Call{Name: "bash", Arguments: a})
+	}
 	a, err := agent.New(e.ctx, agent.Options{Model: "m", Session: sess, Provider: prov, Registry: reg, Bus: h.Bus(), Tools: h, Logger: logger})
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
@@ -529,35 +529,7 @@ func (e *env) agentTurn(tool string) {
 	}
 	defer sess.Close()
 	args, _ := json.Marshal(map[string]string{"path": e.ws + "/hello.txt"})
-	provider := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		var chunks []model.Chunk
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == model.RoleTool {
-			text := "the tool said: " + last.Content[0].Text
-			if last.IsError {
-				text = "the tool failed: " + last.Content[0].Text
-			}
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: text},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-			}
-		} else {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call-1", Name: tool, ArgumentsDelta: string(args)},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	provider := &scripted.Tools{Calls: []scripted.Call{{Name: tool, Arguments: string(args)}}, Answer: scripted.Echo}
 	a, err := agent.New(e.ctx, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m", Session: sess, Provider: provider,
 		Registry: e.host.Registry(), Bus: e.host.Bus(), Tools: e.host, Logger: slog.New(captureHandler{c: e.logs})})
 	if err != nil {

@@ -8,33 +8,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
-
-// answer streams one step's chunks: a text, or one tool call when name
-// is set.
-func answer(emit func(model.Chunk) error, text, name string) error {
-	chunks := []model.Chunk{
-		{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-		{Type: model.ChunkTextDelta, Index: 0, Text: text},
-		{Type: model.ChunkBlockEnd, Index: 0, Block: &model.Part{Type: model.BlockText, Text: text}},
-		{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-	}
-	if name != "" {
-		chunks = []model.Chunk{
-			{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-			{Type: model.ChunkToolCallDelta, Index: 0, ID: "c1", Name: name, ArgumentsDelta: "{}"},
-			{Type: model.ChunkBlockEnd, Index: 0, Block: &model.Part{Type: model.BlockToolCall, ID: "c1", Name: name, Arguments: "{}"}},
-			{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-		}
-	}
-	for _, c := range chunks {
-		if err := emit(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // A turn that ran but did not complete is a *TurnError carrying its end
 // and cause, beside a result that still says what the turn did; a
@@ -44,19 +20,17 @@ func TestPromptTurnError(t *testing.T) {
 	upstream := errors.New("400 Bad Request: context too long")
 	cases := []struct {
 		name     string
-		provider model.ProviderFunc
+		provider model.Provider
 		maxSteps int
 		end      string
 		cause    error
 	}{
-		{"model 400", func(context.Context, *model.Request, func(model.Chunk) error) error { return upstream },
+		{"model 400", model.ProviderFunc(func(context.Context, *model.Request, func(model.Chunk) error) error { return upstream }),
 			0, session.EndError, agent.ErrModel},
-		{"step cap", func(_ context.Context, _ *model.Request, emit func(model.Chunk) error) error {
-			return answer(emit, "", "missing_tool")
-		}, 1, session.EndMaxTokens, agent.ErrStepCap},
-		{"completed", func(_ context.Context, _ *model.Request, emit func(model.Chunk) error) error {
-			return answer(emit, "all done", "")
-		}, 0, session.EndCompleted, nil},
+		{"step cap", &scripted.Tools{Calls: []scripted.Call{{Name: "missing_tool", Arguments: "{}"}}},
+			1, session.EndMaxTokens, agent.ErrStepCap},
+		{"completed", &scripted.Tools{Answer: func(*model.Request) string { return "all done" }},
+			0, session.EndCompleted, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
