@@ -201,7 +201,7 @@ func TestHookFileUnusableFailsTheOpen(t *testing.T) {
 // naming the file and line.
 func TestHookAbsoluteFileUnusableFailsTheLoad(t *testing.T) {
 	dir, file := writeHooks(t, "codex-hooks.json", "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\"matcher\": \"bash\",, }\n    ]\n  }\n}\n")
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func openHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.P
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache,
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: All(), Cache: testCache,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	if _, _, err := prompt.RegisterHarnessSections(reg, "You plan."); err != nil {
 		t.Fatal(err)
 	}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

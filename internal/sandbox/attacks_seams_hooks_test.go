@@ -79,7 +79,7 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 	if _, err := agent.RegisterBuiltinVariables(reg); err != nil {
 		e.t.Fatal(err)
 	}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.FS, Cache: plugintest.SharedCache(e.t), Logger: logger})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.All(), Cache: plugintest.SharedCache(e.t), Logger: logger})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -40,6 +41,9 @@ func open(t testing.TB, opts deploy.Options) *deploy.Deployment {
 	}
 	if opts.Cache == nil {
 		opts.Cache = plugintest.SharedCache(t)
+	}
+	if opts.Builtins == nil {
+		opts.Builtins = guests.All()
 	}
 	d, err := deploy.New(context.Background(), opts)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -97,7 +98,7 @@ func TestSecretsStayOutOfWhatTheDeploymentShows(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), EagerCompile: true,
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All(), EagerCompile: true,
 		Logger:  slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Tools:   []deploy.Tool{probe},
 		Plugins: []plugin.Spec{printer}})
@@ -176,7 +177,7 @@ func TestStoreErrorDoesNotShowTheDSNPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs syncbuf.Buffer
-		d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Provider: provider,
+		d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All(), Provider: provider,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			Store:  failingStore{dsn: dsn}})
 		if err != nil {

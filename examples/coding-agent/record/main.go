@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
@@ -80,7 +81,9 @@ func record() error {
 	}
 	rec := replay.NewRecorder(inner, out)
 	d, err := deploy.Open(ctx, filepath.Join(here, "dsh.yml"), deploy.Options{
-		Provider: rec, SessionsDir: filepath.Join(tmp, "sessions")})
+		Provider: rec, SessionsDir: filepath.Join(tmp, "sessions"),
+		// dsh.yml loads built-in plugins, which are opt-in.
+		Builtins: guests.All()})
 	if err != nil {
 		return err
 	}
