@@ -50,16 +50,22 @@ var (
 	ToolTodo embed.FS
 	//go:embed tool-web.wasm tool-web.wasm.sha256
 	ToolWeb embed.FS
+
+	//go:embed *.wasm *.wasm.sha256
+	all embed.FS
 )
 
-// All holds every built-in module as NAME.wasm at its root.
-func All() fs.FS {
-	return Join(Facts, HooksClaude, HooksCodex, Subagent, ToolBash, ToolFS, ToolTodo, ToolWeb)
-}
+// All holds every built-in module as NAME.wasm at its root. It is one
+// embed.FS, which the plugin host streams from the binary without
+// copying, trusting the committed digests.
+func All() fs.FS { return all }
 
 // Join holds the files at the roots of parts, as one directory: the
 // built-ins a program chooses, e.g. Join(guests.Facts, guests.ToolFS).
-// A name in more than one part is read from the first.
+// A name in more than one part is read from the first. Unlike one
+// embed.FS (All, ToolFS, ...), whose modules the host streams and
+// trusts by their committed digests, a joined set is read like any
+// fs.FS: each module is copied and hashed as it loads.
 func Join(parts ...fs.FS) fs.FS { return joined(parts) }
 
 type joined []fs.FS
