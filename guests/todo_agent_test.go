@@ -3,6 +3,7 @@ package guests
 import (
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
@@ -10,7 +11,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // TestToolTodoThroughTheLoop: a todo_write call made by the model in a turn
@@ -38,19 +38,9 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 			Arguments: `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`}},
 		Answer: func(*model.Request) string { return "planned" },
 	}
-	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
 	var seen []string
-	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Registry: reg, Tools: h, Logger: discardLogger(), Model: "test-model",
-		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(bg)
-	res, err := a.Prompt(bg, "plan it")
+	res, evs, err := plugintest.Turn(bg, t, h, agent.Options{Provider: prov, Registry: reg, Logger: discardLogger(), Model: "test-model",
+		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }}, t.TempDir(), "plan it")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +49,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	var types []string
 	var todo session.Event
-	for _, e := range sess.Events() {
+	for _, e := range evs {
 		if e.Type == session.TypeAssistantChunk {
 			continue
 		}
@@ -70,7 +60,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	want := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
 	if string(todo.Data) != want || todo.SurfaceOp != nil {
-		t.Fatalf("todo/write event %+v; want data %s off the surface; events %v; messages %+v", todo, want, types, sess.Messages())
+		t.Fatalf("todo/write event %+v; want data %s off the surface; events %v", todo, want, types)
 	}
 	i := indexOf(types, "todo/write")
 	if i < 1 || types[i-1] != session.TypeToolCall || types[i+1] != session.TypeToolResult {
@@ -81,8 +71,8 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	// The model's history is the call, its result and the answer: the
 	// event is not in it.
-	if msgs := sess.Messages(); len(msgs) != 4 {
-		t.Fatalf("history of %d messages: %+v", len(msgs), msgs)
+	if msgs, err := session.Messages(evs); err != nil || len(msgs) != 4 {
+		t.Fatalf("history of %d messages (%v): %+v", len(msgs), err, msgs)
 	}
 }
 

@@ -35,7 +35,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -199,12 +198,6 @@ func (h *Host) Turn(tool string, args any) Turn {
 	if err != nil {
 		h.t.Fatalf("turn %s: %v", tool, err)
 	}
-	store := filestore.New(filepath.Join(h.t.TempDir(), "sessions"), filestore.Options{})
-	sess, err := store.Create(session.Header{Cwd: h.facts.Cwd})
-	if err != nil {
-		h.t.Fatalf("session: %v", err)
-	}
-	defer sess.Close()
 	var out Turn
 	provider := &scripted.Tools{
 		Calls:  []scripted.Call{{ID: "call-1", Name: tool, Arguments: string(b)}},
@@ -220,14 +213,8 @@ func (h *Host) Turn(tool string, args any) Turn {
 			}
 		},
 	}
-	ctx := context.Background()
-	a, err := agent.New(ctx, agent.Options{ID: h.facts.ID, Model: h.facts.Model, Session: sess, Provider: provider,
-		Registry: h.Registry(), Bus: h.Bus(), Tools: h.Host})
-	if err != nil {
-		h.t.Fatalf("agent: %v", err)
-	}
-	defer a.Close(ctx)
-	res, err := a.Prompt(ctx, "call "+tool)
+	res, _, err := plugintest.Turn(context.Background(), h.t, h.Host,
+		agent.Options{ID: h.facts.ID, Model: h.facts.Model, Provider: provider}, h.facts.Cwd, "call "+tool)
 	if err != nil || res.End.Kind != session.EndCompleted || res.Steps != 2 {
 		h.t.Fatalf("turn calling %s: %+v, %v", tool, res, err)
 	}

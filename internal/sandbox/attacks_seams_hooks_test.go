@@ -17,7 +17,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 func init() { seamGroups = append(seamGroups, hooksAttacks) }
@@ -107,25 +106,18 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 			e.t.Fatalf("load %s: %v", p.name, err)
 		}
 	}
-	sess, err := filestore.New(filepath.Join(e.base, "hook-sessions"), filestore.Options{}).Create(session.Header{Cwd: e.ws})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer sess.Close()
 	prov := &scripted.Tools{}
 	for _, a := range args {
 		prov.Calls = append(prov.Calls, scripted.Call{Name: "bash", Arguments: a})
 	}
-	a, err := agent.New(e.ctx, agent.Options{Model: "m", Session: sess, Provider: prov, Registry: reg, Bus: h.Bus(), Tools: h, Logger: logger})
-	if err != nil {
-		return nil, err
+	res, evs, err := plugintest.Turn(e.ctx, e.t, h, agent.Options{Model: "m", Provider: prov, Registry: reg, Logger: logger}, e.ws, "go")
+	if errors.Is(err, agent.ErrListener) {
+		return nil, err // the agent did not open: its hooks refused
 	}
-	defer a.Close(e.ctx)
-	res, err := a.Prompt(e.ctx, "go")
 	if err != nil || res.End.Kind != session.EndCompleted {
 		e.t.Fatalf("turn: %+v, %v", res.End, err)
 	}
-	return sess.Events(), nil
+	return evs, nil
 }
 
 // results are a session's tool results.

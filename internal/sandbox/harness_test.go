@@ -26,7 +26,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -522,22 +521,11 @@ func (e *env) legit() {
 // read.
 func (e *env) agentTurn(tool string) {
 	e.t.Helper()
-	store := filestore.New(filepath.Join(e.base, "sessions"), filestore.Options{})
-	sess, err := store.Create(session.Header{Cwd: e.ws})
-	if err != nil {
-		e.t.Fatalf("session: %v", err)
-	}
-	defer sess.Close()
 	args, _ := json.Marshal(map[string]string{"path": e.ws + "/hello.txt"})
 	provider := &scripted.Tools{Calls: []scripted.Call{{Name: tool, Arguments: string(args)}}, Answer: scripted.Echo}
-	a, err := agent.New(e.ctx, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m", Session: sess, Provider: provider,
-		Registry: e.host.Registry(), Bus: e.host.Bus(), Tools: e.host, Logger: slog.New(captureHandler{c: e.logs})})
-	if err != nil {
-		e.t.Fatalf("agent: %v", err)
-	}
-	defer a.Close(e.ctx)
 	start := time.Now()
-	res, err := a.Prompt(e.ctx, "read hello.txt")
+	res, _, err := plugintest.Turn(e.ctx, e.t, e.host, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m",
+		Provider: provider, Logger: slog.New(captureHandler{c: e.logs})}, e.ws, "read hello.txt")
 	if took := time.Since(start); took > legitBound {
 		e.t.Errorf("an agent turn after the attack took %v", took)
 	}
