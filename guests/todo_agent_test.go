@@ -3,7 +3,7 @@ package guests
 import (
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
@@ -39,7 +39,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 		Answer: func(*model.Request) string { return "planned" },
 	}
 	var seen []string
-	res, evs, err := plugintest.Turn(bg, t, h, agent.Options{Provider: prov, Registry: reg, Logger: discardLogger(), Model: "test-model",
+	res, evs, err := turntest.Turn(bg, t, h, agent.Options{Provider: prov, Registry: reg, Logger: discardLogger(), Model: "test-model",
 		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }}, t.TempDir(), "plan it")
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
@@ -213,7 +214,7 @@ func (h *Host) Turn(tool string, args any) Turn {
 			}
 		},
 	}
-	res, _, err := plugintest.Turn(context.Background(), h.t, h.Host,
+	res, _, err := turntest.Turn(context.Background(), h.t, h.Host,
 		agent.Options{ID: h.facts.ID, Model: h.facts.Model, Provider: provider}, h.facts.Cwd, "call "+tool)
 	if err != nil || res.End.Kind != session.EndCompleted || res.Steps != 2 {
 		h.t.Fatalf("turn calling %s: %+v, %v", tool, res, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
@@ -141,7 +142,7 @@ func (e *env) turn(modelName string, bounds agent.AssemblyBounds) (agent.TurnRes
 	opts := agent.Options{ID: "hogturn-" + randomToken(e.t)[:8], Model: modelName, Provider: &scripted.Tools{},
 		Logger: slog.New(captureHandler{c: e.logs}), Bounds: bounds}
 	start := time.Now()
-	res, _, err := plugintest.Turn(e.ctx, e.t, e.host, opts, e.ws, "hello")
+	res, _, err := turntest.Turn(e.ctx, e.t, e.host, opts, e.ws, "hello")
 	took := time.Since(start)
 	e.recordErr(err)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
@@ -110,7 +111,7 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 	for _, a := range args {
 		prov.Calls = append(prov.Calls, scripted.Call{Name: "bash", Arguments: a})
 	}
-	res, evs, err := plugintest.Turn(e.ctx, e.t, h, agent.Options{Model: "m", Provider: prov, Registry: reg, Logger: logger}, e.ws, "go")
+	res, evs, err := turntest.Turn(e.ctx, e.t, h, agent.Options{Model: "m", Provider: prov, Registry: reg, Logger: logger}, e.ws, "go")
 	if errors.Is(err, agent.ErrListener) {
 		return nil, err // the agent did not open: its hooks refused
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -524,7 +525,7 @@ func (e *env) agentTurn(tool string) {
 	args, _ := json.Marshal(map[string]string{"path": e.ws + "/hello.txt"})
 	provider := &scripted.Tools{Calls: []scripted.Call{{Name: tool, Arguments: string(args)}}, Answer: scripted.Echo}
 	start := time.Now()
-	res, _, err := plugintest.Turn(e.ctx, e.t, e.host, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m",
+	res, _, err := turntest.Turn(e.ctx, e.t, e.host, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m",
 		Provider: provider, Logger: slog.New(captureHandler{c: e.logs})}, e.ws, "read hello.txt")
 	if took := time.Since(start); took > legitBound {
 		e.t.Errorf("an agent turn after the attack took %v", took)

@@ -1,4 +1,8 @@
-package plugintest
+// Package turntest runs one turn of the real agent loop over a plugin
+// host, the harness the tests that drive a plugin through the loop
+// share. It is apart from internal/plugintest, which the loop's own tests
+// import, because it imports the loop.
+package turntest
 
 import (
 	"context"
