@@ -52,7 +52,7 @@ func fsRows(c bconfig) ([]*row, error) {
 		return nil, err
 	}
 	spec.Config = json.RawMessage(`{"max_bytes":1048576}`)
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: guests.FS, Cache: cch, Logger: discard()})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: guests.All(), Cache: cch, Logger: discard()})
 	if err != nil {
 		return nil, err
 	}

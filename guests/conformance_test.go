@@ -57,7 +57,7 @@ func replayToolScenario(t *testing.T, scenario string) {
 	if _, _, err := prompt.RegisterHarnessSections(reg, "You are a coding agent."); err != nil {
 		t.Fatal(err)
 	}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func loadFacts(t *testing.T, config json.RawMessage, tmpl string) (*plugin.Host,
 	if _, err := reg.RegisterSection(prompt.Section{Name: "test", Text: tmpl}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache, Logger: slog.New(slog.DiscardHandler)})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: All(), Cache: testCache, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestFactsRefuseBadConfig(t *testing.T) {
 }
 
 func TestBuiltinsListFacts(t *testing.T) {
-	if got := plugin.Builtins(FS); !slices.Contains(got, "facts") {
+	if got := plugin.Builtins(All()); !slices.Contains(got, "facts") {
 		t.Fatalf("builtins %v lack facts", got)
 	}
 }

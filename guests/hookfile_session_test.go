@@ -27,7 +27,7 @@ func TestWorkspaceHookFileWrittenByAToolWaitsForTheNextSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := `{"config_path":"hooks.json"}`
-	r := newHookRig(t, "hooks-claude", cfg, hookGrants("", config.ExecGrant{}), scripted("printf '%s' '"+deny+"' > hooks.json", "echo RAN"), seed, agent.Options{})
+	r := newHookRig(t, "hooks-claude", cfg, hookGrants("", config.ExecGrant{}), scriptedBash("printf '%s' '"+deny+"' > hooks.json", "echo RAN"), seed, agent.Options{})
 	r.prompt(t, "go")
 	rs := toolResults(t, r.sess)
 	if len(rs) != 2 || rs[0].IsError || rs[1].IsError || !strings.Contains(rs[1].Content.Text(), "RAN") {
@@ -42,7 +42,7 @@ func TestWorkspaceHookFileWrittenByAToolWaitsForTheNextSession(t *testing.T) {
 		t.Fatalf("second turn: %+v", rs)
 	}
 	// The next session, in the same project, runs the file as it now is.
-	next := newHookRig(t, "hooks-claude", cfg, hookGrants("", config.ExecGrant{}), scripted("echo RAN"), r.ws, agent.Options{})
+	next := newHookRig(t, "hooks-claude", cfg, hookGrants("", config.ExecGrant{}), scriptedBash("echo RAN"), r.ws, agent.Options{})
 	next.prompt(t, "go")
 	if rs := toolResults(t, next.sess); len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content.Text(), "denied by the rewritten file") {
 		t.Fatalf("the next session: %+v", rs)

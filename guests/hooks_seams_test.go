@@ -1,20 +1,19 @@
 package guests
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -23,34 +22,15 @@ import (
 // as it is, then answers "done"; an argument text "<done>" answers "done"
 // in its turn instead (ending that prompt's turn).
 func scriptedArgs(tool string, args ...string) model.Provider {
-	var mu sync.Mutex
-	n := 0
-	return model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		mu.Lock()
-		i := n
-		n++
-		mu.Unlock()
-		chunks := []model.Chunk{
-			{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-			{Type: model.ChunkTextDelta, Index: 0, Text: "done"},
-			{Type: model.ChunkBlockEnd, Index: 0},
-			{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
+	m := &scripted.Tools{}
+	for _, a := range args {
+		c := scripted.Call{Name: tool, Arguments: a}
+		if a == "<done>" {
+			c = scripted.Call{}
 		}
-		if i < len(args) && args[i] != "<done>" {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: fmt.Sprintf("call_%d", i+1), Name: tool, ArgumentsDelta: args[i]},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		m.Calls = append(m.Calls, c)
+	}
+	return m
 }
 
 // denyTouch is a PreToolUse hook that keeps its stdin and blocks any call
@@ -150,7 +130,7 @@ func TestHookFileInTheSessionCwd(t *testing.T) {
 	g := hookGrants(foreign, config.ExecGrant{})
 	g.Env = []string{"PWD"}
 	for _, path := range []string{"hooks.json", "./hooks.json"} {
-		r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, path), g, scripted("echo RAN"), seed, agent.Options{})
+		r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, path), g, scriptedBash("echo RAN"), seed, agent.Options{})
 		r.prompt(t, "go")
 		rs := toolResults(t, r.sess)
 		if len(rs) != 1 || !rs[0].IsError || rs[0].Content.Text() != "Error: from the session cwd" {
@@ -162,7 +142,7 @@ func TestHookFileInTheSessionCwd(t *testing.T) {
 // TestHookFileMissingInTheSessionCwd: no hook file in the session's cwd
 // is no hooks, logged at info, and turns run.
 func TestHookFileMissingInTheSessionCwd(t *testing.T) {
-	r := newHookRig(t, "hooks-codex", `{"config_path":"codex-hooks.json"}`, hookGrants("", config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+	r := newHookRig(t, "hooks-codex", `{"config_path":"codex-hooks.json"}`, hookGrants("", config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 	res := r.prompt(t, "go")
 	rs := toolResults(t, r.sess)
 	if res.End.Kind != session.EndCompleted || len(rs) != 1 || rs[0].IsError || len(eventsOf(t, r.sess, session.TypeHookInvoked)) != 0 {
@@ -205,7 +185,7 @@ func TestHookFileUnusableFailsTheOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.make(t, seed)
-			r, err := openHookRig(t, "hooks-claude", `{"config_path":"hooks.json"}`, hookGrants("", config.ExecGrant{}), scripted("echo RAN"), seed, agent.Options{})
+			r, err := openHookRig(t, "hooks-claude", `{"config_path":"hooks.json"}`, hookGrants("", config.ExecGrant{}), scriptedBash("echo RAN"), seed, agent.Options{})
 			if err == nil {
 				t.Fatal("the session opened with a hook file it cannot use")
 			}
@@ -221,7 +201,7 @@ func TestHookFileUnusableFailsTheOpen(t *testing.T) {
 // naming the file and line.
 func TestHookAbsoluteFileUnusableFailsTheLoad(t *testing.T) {
 	dir, file := writeHooks(t, "codex-hooks.json", "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\"matcher\": \"bash\",, }\n    ]\n  }\n}\n")
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +227,7 @@ func TestHookAbsoluteFileUnusableFailsTheLoad(t *testing.T) {
 func TestHookBadGroupSkipped(t *testing.T) {
 	body := "{\"hooks\": {\n\"PreToolUse\": [\n{\"matcher\": \"ba(sh\", \"hooks\": [{\"type\": \"command\", \"command\": \"exit 0\"}]},\n{\"matcher\": \"bash\", \"hooks\": [{\"type\": \"command\", \"command\": 7}]},\n{\"matcher\": \"bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo still here >&2; exit 2\"}]}\n]}}\n"
 	dir, file := writeHooks(t, "codex-hooks.json", body)
-	r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+	r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 	for _, want := range []string{file + ":3: PreToolUse[0]: matcher: invalid regular expression", file + ":4: PreToolUse[1]: hooks[0].command must be a non-empty string"} {
 		if !strings.Contains(r.logs.String(), want) {
 			t.Errorf("log does not name %s:\n%s", want, r.logs.String())

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
@@ -89,7 +90,7 @@ func openHookRig(t *testing.T, bridge, cfg string, g config.Grants, prov model.P
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache,
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: All(), Cache: testCache,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -274,40 +275,15 @@ func hookView(t *testing.T, events []session.Event) []string {
 	return out
 }
 
-// scripted is a model that calls bash with each command in turn, then
-// answers "done".
-func scripted(commands ...string) model.Provider {
-	var mu sync.Mutex
-	n := 0
-	return model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		mu.Lock()
-		i := n
-		n++
-		mu.Unlock()
-		var chunks []model.Chunk
-		if i < len(commands) {
-			args, _ := json.Marshal(map[string]string{"command": commands[i]})
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: fmt.Sprintf("call_%d", i+1), Name: "bash", ArgumentsDelta: string(args)},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		} else {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: "done"},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// scriptedBash is a model that calls bash with each command in turn,
+// then answers "done".
+func scriptedBash(commands ...string) model.Provider {
+	m := &scripted.Tools{}
+	for _, c := range commands {
+		args, _ := json.Marshal(map[string]string{"command": c})
+		m.Calls = append(m.Calls, scripted.Call{Name: "bash", Arguments: string(args)})
+	}
+	return m
 }
 
 // writeHooks writes a hook file and returns its directory and path.
@@ -350,7 +326,7 @@ func TestHookTimeoutKillsAndTurnGoesOn(t *testing.T) {
 	} {
 		t.Run(d.bridge, func(t *testing.T) {
 			dir, file := writeHooks(t, d.file, `{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":"sleep 60; exit 2",`+d.timeout+`}]}]}}`)
-			r := newHookRig(t, d.bridge, fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+			r := newHookRig(t, d.bridge, fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 			start := time.Now()
 			res := r.prompt(t, "go")
 			if el := time.Since(start); el > 30*time.Second {
@@ -383,7 +359,7 @@ func TestHookHugeOutputIsCapped(t *testing.T) {
 	  "PostToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":"head -c 10000000 /dev/zero | tr '\\0' x >&2; exit 2"}]}],
 	  "UserPromptSubmit":[{"hooks":[{"type":"command","command":"head -c 10000000 /dev/zero | tr '\\0' y"}]}]}}`)
 	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file),
-		hookGrants(dir, config.ExecGrant{OutputBytes: 64 << 10}), scripted("echo hi"), "", agent.Options{})
+		hookGrants(dir, config.ExecGrant{OutputBytes: 64 << 10}), scriptedBash("echo hi"), "", agent.Options{})
 	res := r.prompt(t, "go")
 	if res.End.Kind != session.EndCompleted {
 		t.Fatalf("turn ended %+v", res.End)
@@ -414,7 +390,7 @@ func TestHookNoConfig(t *testing.T) {
 	}
 	for _, bridge := range []string{"hooks-claude", "hooks-codex"} {
 		t.Run(bridge, func(t *testing.T) {
-			r := newHookRig(t, bridge, fmt.Sprintf(`{"config_path":%q}`, filepath.Join(dir, "hooks.json")), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+			r := newHookRig(t, bridge, fmt.Sprintf(`{"config_path":%q}`, filepath.Join(dir, "hooks.json")), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 			res := r.prompt(t, "go")
 			if res.End.Kind != session.EndCompleted || len(eventsOf(t, r.sess, session.TypeHookInvoked)) != 0 {
 				t.Fatalf("turn %+v with hooks run", res.End)
@@ -429,7 +405,7 @@ func TestHookNoConfig(t *testing.T) {
 func TestHookClaudeAliasAndJSONDeny(t *testing.T) {
 	dir, file := writeHooks(t, "hooks.json", `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
 	  "command":"cat > stdin.json; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no shells\"}}'"}]}]}}`)
-	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 	r.prompt(t, "go")
 	rs := toolResults(t, r.sess)
 	if len(rs) != 1 || !rs[0].IsError || rs[0].Content.Text() != "Error: no shells" {
@@ -459,7 +435,7 @@ func TestHookAskAllowed(t *testing.T) {
 		asked = append(asked, req)
 		return true, nil
 	}
-	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{Permission: perm})
+	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{Permission: perm})
 	r.prompt(t, "go")
 	rs := toolResults(t, r.sess)
 	if len(asked) != 1 || asked[0].Reason != "confirm bash" || asked[0].Name != "bash" {
@@ -474,7 +450,7 @@ func TestHookAskAllowed(t *testing.T) {
 // Codex regular-expression matcher selects our tool name.
 func TestHookCodexStdin(t *testing.T) {
 	dir, file := writeHooks(t, "codex-hooks.json", `{"hooks":{"PostToolUse":[{"matcher":"^ba","hooks":[{"type":"command","command":"cat > stdin.json"}]}]}}`)
-	r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q,"model":"gpt-test"}`, file), hookGrants(dir, config.ExecGrant{}), scripted("echo RAN"), "", agent.Options{})
+	r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q,"model":"gpt-test"}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 	r.prompt(t, "go")
 	b, err := os.ReadFile(filepath.Join(r.ws, "stdin.json"))
 	if err != nil {

@@ -1,16 +1,16 @@
 package guests
 
 import (
-	"context"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // TestToolTodoThroughTheLoop: a todo_write call made by the model in a turn
@@ -21,7 +21,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	if _, _, err := prompt.RegisterHarnessSections(reg, "You plan."); err != nil {
 		t.Fatal(err)
 	}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,46 +33,14 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	if _, err := h.Load(bg, spec); err != nil {
 		t.Fatal(err)
 	}
-	calls := 0
-	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		calls++
-		var chunks []model.Chunk
-		if calls == 1 {
-			args := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call_1", Name: "todo_write", ArgumentsDelta: args},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		} else {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: "planned"},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	sess, err := filestore.New(t.TempDir(), filestore.Options{}).Create(session.Header{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	prov := &scripted.Tools{
+		Calls: []scripted.Call{{Name: "todo_write",
+			Arguments: `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`}},
+		Answer: func(*model.Request) string { return "planned" },
 	}
-	defer sess.Close()
 	var seen []string
-	a, err := agent.New(bg, agent.Options{Session: sess, Provider: prov, Registry: reg, Tools: h, Logger: discardLogger(), Model: "test-model",
-		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(bg)
-	res, err := a.Prompt(bg, "plan it")
+	res, evs, err := turntest.Turn(bg, t, h, agent.Options{Provider: prov, Registry: reg, Logger: discardLogger(), Model: "test-model",
+		OnEvent: func(e session.Event) { seen = append(seen, e.Type) }}, t.TempDir(), "plan it")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +49,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	var types []string
 	var todo session.Event
-	for _, e := range sess.Events() {
+	for _, e := range evs {
 		if e.Type == session.TypeAssistantChunk {
 			continue
 		}
@@ -92,7 +60,7 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	want := `{"todos":[{"content":"Write the test","status":"in_progress"},{"content":"Ship","status":"pending"}]}`
 	if string(todo.Data) != want || todo.SurfaceOp != nil {
-		t.Fatalf("todo/write event %+v; want data %s off the surface; events %v; messages %+v", todo, want, types, sess.Messages())
+		t.Fatalf("todo/write event %+v; want data %s off the surface; events %v", todo, want, types)
 	}
 	i := indexOf(types, "todo/write")
 	if i < 1 || types[i-1] != session.TypeToolCall || types[i+1] != session.TypeToolResult {
@@ -103,8 +71,8 @@ func TestToolTodoThroughTheLoop(t *testing.T) {
 	}
 	// The model's history is the call, its result and the answer: the
 	// event is not in it.
-	if msgs := sess.Messages(); len(msgs) != 4 {
-		t.Fatalf("history of %d messages: %+v", len(msgs), msgs)
+	if msgs, err := session.Messages(evs); err != nil || len(msgs) != 4 {
+		t.Fatalf("history of %d messages (%v): %+v", len(msgs), err, msgs)
 	}
 }
 

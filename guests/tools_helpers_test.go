@@ -43,7 +43,7 @@ func loadTool(t testing.TB, name string, g config.Grants, cfg string, memory con
 	if cfg != "" {
 		spec.Config = json.RawMessage(cfg)
 	}
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: slog.New(slog.DiscardHandler)})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: All(), Cache: testCache, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func loadToolErr(t testing.TB, name string, g config.Grants, cfg string) error {
 		t.Fatal(err)
 	}
 	spec.Config = json.RawMessage(cfg)
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestToolTodoRecordsSessionEvent(t *testing.T) {
 // TestToolTodoNeedsGrant: the plugin declares the event type it appends,
 // so a deployment that does not grant it fails at load, naming the fix.
 func TestToolTodoNeedsGrant(t *testing.T) {
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: FS, Cache: testCache, Logger: discardLogger()})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: All(), Cache: testCache, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

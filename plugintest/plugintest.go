@@ -28,13 +28,14 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -196,51 +197,23 @@ func (h *Host) Turn(tool string, args any) Turn {
 	if err != nil {
 		h.t.Fatalf("turn %s: %v", tool, err)
 	}
-	store := filestore.New(filepath.Join(h.t.TempDir(), "sessions"), filestore.Options{})
-	sess, err := store.Create(session.Header{Cwd: h.facts.Cwd})
-	if err != nil {
-		h.t.Fatalf("session: %v", err)
-	}
-	defer sess.Close()
 	var out Turn
-	provider := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		var chunks []model.Chunk
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == model.RoleTool {
-			out.Result, out.IsError = last.Content[0].Text, last.IsError
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: "the tool said: " + last.Content[0].Text},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
+	provider := &scripted.Tools{
+		Calls:  []scripted.Call{{ID: "call-1", Name: tool, Arguments: string(b)}},
+		Answer: scripted.Echo,
+		Seen: func(step int, req *model.Request) {
+			if step == 1 {
+				out.System = req.System
+				for _, t := range req.Tools {
+					out.Tools = append(out.Tools, t.Name)
+				}
+			} else {
+				out.Result, out.IsError, _ = scripted.LastResult(req)
 			}
-		} else {
-			out.System = req.System
-			for _, t := range req.Tools {
-				out.Tools = append(out.Tools, t.Name)
-			}
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call-1", Name: tool, ArgumentsDelta: string(b)},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	ctx := context.Background()
-	a, err := agent.New(ctx, agent.Options{ID: h.facts.ID, Model: h.facts.Model, Session: sess, Provider: provider,
-		Registry: h.Registry(), Bus: h.Bus(), Tools: h.Host})
-	if err != nil {
-		h.t.Fatalf("agent: %v", err)
+		},
 	}
-	defer a.Close(ctx)
-	res, err := a.Prompt(ctx, "call "+tool)
+	res, _, err := turntest.Turn(context.Background(), h.t, h.Host,
+		agent.Options{ID: h.facts.ID, Model: h.facts.Model, Provider: provider}, h.facts.Cwd, "call "+tool)
 	if err != nil || res.End.Kind != session.EndCompleted || res.Steps != 2 {
 		h.t.Fatalf("turn calling %s: %+v, %v", tool, res, err)
 	}

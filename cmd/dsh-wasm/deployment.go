@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -111,7 +112,7 @@ func (f *deploymentFlags) open(ctx context.Context, g *globals, logger *slog.Log
 	}
 	red := g.redactor(cfg, secrets...)
 	cache := g.openCache(logger)
-	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Redactor: red})
+	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Redactor: red, Builtins: guests.All()})
 	if err != nil {
 		cache.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open %s: %w", f.config, err)

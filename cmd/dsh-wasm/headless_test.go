@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 

@@ -32,7 +32,7 @@ to a .wasm file or builtin:NAME for a plugin compiled into dsh-wasm (` + builtin
 }
 
 func builtinList() string {
-	names := plugin.Builtins(guests.FS)
+	names := plugin.Builtins(guests.All())
 	for i, n := range names {
 		names[i] = "builtin:" + n
 	}

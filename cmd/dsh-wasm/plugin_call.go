@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -99,7 +100,7 @@ func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host
 		cache.Close(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
-	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, SessionsDir: sessions})
+	d, err := deploy.New(ctx, deploy.Options{Logger: logger, Cache: cache, SessionsDir: sessions, Builtins: guests.All()})
 	if err != nil {
 		cache.Close(context.WithoutCancel(ctx))
 		os.RemoveAll(sessions)

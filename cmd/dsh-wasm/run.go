@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -161,15 +160,20 @@ func runHeadless(ctx context.Context, s streams, sess *deploy.Session, f *runFla
 		fmt.Fprintf(s.err, "dsh-wasm: session %s\n", sess.ID())
 	}
 	res, err := sess.Prompt(ctx, f.prompt)
+	// A turn that ran but did not complete (a *deploy.TurnError) prints
+	// its events and text like any other; then its error ends the
+	// command. Any other error means no turn ran.
+	var te *deploy.TurnError
+	noTurn := err != nil && !errors.As(err, &te)
 	if printed != nil {
-		if err != nil {
+		if noTurn {
 			stop()
 		}
-		if perr := <-printed; perr != nil && err == nil && !errors.Is(perr, context.Canceled) {
+		if perr := <-printed; perr != nil && !noTurn && !errors.Is(perr, context.Canceled) {
 			return fmt.Errorf("write events: %w", perr)
 		}
 	}
-	if err != nil {
+	if noTurn {
 		return err
 	}
 	if !f.json && res.Text != "" {
@@ -181,7 +185,7 @@ func runHeadless(ctx context.Context, s streams, sess *deploy.Session, f *runFla
 			return err
 		}
 	}
-	return turnError(res)
+	return err
 }
 
 // printEvents writes each event as a JSON line until the turn's end.
@@ -202,19 +206,4 @@ func printEvents(ctx context.Context, w io.Writer, st *deploy.Stream) error {
 			return nil
 		}
 	}
-}
-
-// turnError is nil for a completed turn and says how any other ended.
-func turnError(res agent.TurnResult) error {
-	if res.End.Kind == session.EndCompleted {
-		return nil
-	}
-	msg := "turn " + fmt.Sprint(res.Turn) + " ended " + res.End.Kind
-	if res.End.Reason != "" {
-		msg += " (" + res.End.Reason + ")"
-	}
-	if res.End.Message != "" {
-		msg += ": " + res.End.Message
-	}
-	return errors.New(msg)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-wasm/dsh-wasm/frontend/httpapi"
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -128,7 +129,7 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 	}
 	cache := s.g.openCache(logger)
 	defer cache.Close(context.WithoutCancel(ctx))
-	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Store: store, Redactor: red})
+	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Logger: logger, Cache: cache, Store: store, Redactor: red, Builtins: guests.All()})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", f.config, err)
 	}

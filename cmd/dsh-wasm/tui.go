@@ -186,7 +186,9 @@ func (m *tui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case turnDoneMsg:
 		m.running, m.cancelling = false, false
-		if msg.err != nil {
+		// A turn that did not complete is shown by its turn/end event.
+		var te *deploy.TurnError
+		if msg.err != nil && !errors.As(msg.err, &te) {
 			return m, tea.Println(failStyle.Render("error: " + msg.err.Error()))
 		}
 		return m, nil

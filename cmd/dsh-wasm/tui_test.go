@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 )
 
 // tmux drives a terminal session on a private server.

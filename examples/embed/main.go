@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
@@ -76,6 +77,9 @@ func run(ctx context.Context, out io.Writer, live bool) error {
 		Provider:    scriptedModel{},
 		Tools:       []deploy.Tool{wordCount},
 		SessionsDir: filepath.Join(root, "sessions"),
+		// The built-in plugins are opt-in: this program links tool-fs
+		// alone, not all eight.
+		Builtins: guests.ToolFS,
 		Plugins: []plugin.Spec{{
 			Source: "builtin:tool-fs",
 			// Untrusted: it may read the session's workspace, and that is all.

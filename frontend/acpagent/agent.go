@@ -254,7 +254,10 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	for e, ok := stream.TryNext(); ok; e, ok = stream.TryNext() {
 		send(e)
 	}
-	if err != nil {
+	// A turn that ran but did not complete (a *deploy.TurnError) answers
+	// with its stop reason below; any other error means no turn ran.
+	var te *deploy.TurnError
+	if err != nil && !errors.As(err, &te) {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	switch res.End.Kind {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/frontend/acpagent"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 

@@ -478,7 +478,11 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	}
 	res := <-done
 	s.metrics.running.Add(-1)
-	if res.err != nil {
+	// A turn that ran but did not complete (a *deploy.TurnError) has
+	// already been streamed with its turn/end; only an error that kept
+	// the turn from running or being recorded is an error event.
+	var te *deploy.TurnError
+	if res.err != nil && !errors.As(res.err, &te) {
 		s.log.Warn("httpapi: turn", "id", id, "err", res.err)
 		fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"error": res.err.Error()}))
 		if flusher != nil {

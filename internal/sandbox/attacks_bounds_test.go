@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,12 +16,12 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 // The bounds attacks (issue 9): a plugin with few or no grants makes the
@@ -140,33 +139,10 @@ func (e *env) wantHeap(what string, before uint64) uint64 {
 // bounds; the model answers "done" at once.
 func (e *env) turn(modelName string, bounds agent.AssemblyBounds) (agent.TurnResult, error, time.Duration) {
 	e.t.Helper()
-	store := filestore.New(filepath.Join(e.base, "sessions"), filestore.Options{})
-	sess, err := store.Create(session.Header{Cwd: e.ws})
-	if err != nil {
-		e.t.Fatalf("session: %v", err)
-	}
-	defer sess.Close()
-	provider := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		for _, c := range []model.Chunk{
-			{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-			{Type: model.ChunkTextDelta, Index: 0, Text: "done"},
-			{Type: model.ChunkBlockEnd, Index: 0},
-			{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-		} {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	a, err := agent.New(e.ctx, agent.Options{ID: "hogturn-" + randomToken(e.t)[:8], Model: modelName, Session: sess, Provider: provider,
-		Registry: e.host.Registry(), Bus: e.host.Bus(), Tools: e.host, Logger: slog.New(captureHandler{c: e.logs}), Bounds: bounds})
-	if err != nil {
-		e.t.Fatalf("agent: %v", err)
-	}
-	defer a.Close(e.ctx)
+	opts := agent.Options{ID: "hogturn-" + randomToken(e.t)[:8], Model: modelName, Provider: &scripted.Tools{},
+		Logger: slog.New(captureHandler{c: e.logs}), Bounds: bounds}
 	start := time.Now()
-	res, err := a.Prompt(e.ctx, "hello")
+	res, _, err := turntest.Turn(e.ctx, e.t, e.host, opts, e.ws, "hello")
 	took := time.Since(start)
 	e.recordErr(err)
 	if err != nil {

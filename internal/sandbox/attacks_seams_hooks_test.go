@@ -8,17 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
 func init() { seamGroups = append(seamGroups, hooksAttacks) }
@@ -80,7 +79,7 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 	if _, err := agent.RegisterBuiltinVariables(reg); err != nil {
 		e.t.Fatal(err)
 	}
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.FS, Cache: plugintest.SharedCache(e.t), Logger: logger})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.All(), Cache: plugintest.SharedCache(e.t), Logger: logger})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -108,49 +107,18 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 			e.t.Fatalf("load %s: %v", p.name, err)
 		}
 	}
-	sess, err := filestore.New(filepath.Join(e.base, "hook-sessions"), filestore.Options{}).Create(session.Header{Cwd: e.ws})
-	if err != nil {
-		e.t.Fatal(err)
+	prov := &scripted.Tools{}
+	for _, a := range args {
+		prov.Calls = append(prov.Calls, scripted.Call{Name: "bash", Arguments: a})
 	}
-	defer sess.Close()
-	var mu sync.Mutex
-	n := 0
-	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		mu.Lock()
-		i := n
-		n++
-		mu.Unlock()
-		chunks := []model.Chunk{
-			{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-			{Type: model.ChunkTextDelta, Index: 0, Text: "done"},
-			{Type: model.ChunkBlockEnd, Index: 0},
-			{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-		}
-		if i < len(args) {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: fmt.Sprintf("call-%d", i+1), Name: "bash", ArgumentsDelta: args[i]},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	a, err := agent.New(e.ctx, agent.Options{Model: "m", Session: sess, Provider: prov, Registry: reg, Bus: h.Bus(), Tools: h, Logger: logger})
-	if err != nil {
-		return nil, err
+	res, evs, err := turntest.Turn(e.ctx, e.t, h, agent.Options{Model: "m", Provider: prov, Registry: reg, Logger: logger}, e.ws, "go")
+	if errors.Is(err, agent.ErrListener) {
+		return nil, err // the agent did not open: its hooks refused
 	}
-	defer a.Close(e.ctx)
-	res, err := a.Prompt(e.ctx, "go")
 	if err != nil || res.End.Kind != session.EndCompleted {
 		e.t.Fatalf("turn: %+v, %v", res.End, err)
 	}
-	return sess.Events(), nil
+	return evs, nil
 }
 
 // results are a session's tool results.

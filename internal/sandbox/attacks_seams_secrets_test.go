@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -75,38 +75,21 @@ func (e *env) secretTurn(grants ...string) string {
 
 	var mu sync.Mutex
 	var toolSaw string
-	provider := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		b, _ := json.Marshal(req)
-		e.record(string(b)) // everything the model was sent
-		last := req.Messages[len(req.Messages)-1]
-		var chunks []model.Chunk
-		if last.Role == model.RoleTool {
-			mu.Lock()
-			toolSaw = last.Content[0].Text
-			mu.Unlock()
-			e.record(toolSaw) // as the model reads it, decoded
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: "noted"},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
+	args, _ := json.Marshal(attackArgs{Attack: "env-in-error", Names: []string{secretKeyEnv}})
+	provider := &scripted.Tools{
+		Calls:  []scripted.Call{{Name: "attack", Arguments: string(args)}},
+		Answer: func(*model.Request) string { return "noted" },
+		Seen: func(_ int, req *model.Request) {
+			b, _ := json.Marshal(req)
+			e.record(string(b)) // everything the model was sent
+			if text, _, ok := scripted.LastResult(req); ok {
+				mu.Lock()
+				toolSaw = text
+				mu.Unlock()
+				e.record(toolSaw) // as the model reads it, decoded
 			}
-		} else {
-			args, _ := json.Marshal(attackArgs{Attack: "env-in-error", Names: []string{secretKeyEnv}})
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call-1", Name: "attack", ArgumentsDelta: string(args)},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		},
+	}
 	spec := e.spec("attacker", guestWasm(e.t, "attacker"), "", map[string]any{"self": "attacker"},
 		append([]string{e.fsGrant(), defaultLimits}, grants...)...)
 	d, err := deploy.New(e.ctx, deploy.Options{Model: "m", Provider: provider,

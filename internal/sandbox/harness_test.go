@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -23,10 +24,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -522,50 +522,11 @@ func (e *env) legit() {
 // read.
 func (e *env) agentTurn(tool string) {
 	e.t.Helper()
-	store := filestore.New(filepath.Join(e.base, "sessions"), filestore.Options{})
-	sess, err := store.Create(session.Header{Cwd: e.ws})
-	if err != nil {
-		e.t.Fatalf("session: %v", err)
-	}
-	defer sess.Close()
 	args, _ := json.Marshal(map[string]string{"path": e.ws + "/hello.txt"})
-	provider := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
-		var chunks []model.Chunk
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == model.RoleTool {
-			text := "the tool said: " + last.Content[0].Text
-			if last.IsError {
-				text = "the tool failed: " + last.Content[0].Text
-			}
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockText},
-				{Type: model.ChunkTextDelta, Index: 0, Text: text},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishStop}},
-			}
-		} else {
-			chunks = []model.Chunk{
-				{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockToolCall},
-				{Type: model.ChunkToolCallDelta, Index: 0, ID: "call-1", Name: tool, ArgumentsDelta: string(args)},
-				{Type: model.ChunkBlockEnd, Index: 0},
-				{Type: model.ChunkFinish, Reason: &model.FinishReason{Kind: model.FinishToolCalls}},
-			}
-		}
-		for _, c := range chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	a, err := agent.New(e.ctx, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m", Session: sess, Provider: provider,
-		Registry: e.host.Registry(), Bus: e.host.Bus(), Tools: e.host, Logger: slog.New(captureHandler{c: e.logs})})
-	if err != nil {
-		e.t.Fatalf("agent: %v", err)
-	}
-	defer a.Close(e.ctx)
+	provider := &scripted.Tools{Calls: []scripted.Call{{Name: tool, Arguments: string(args)}}, Answer: scripted.Echo}
 	start := time.Now()
-	res, err := a.Prompt(e.ctx, "read hello.txt")
+	res, _, err := turntest.Turn(e.ctx, e.t, e.host, agent.Options{ID: "turn-" + randomToken(e.t)[:8], Model: "m",
+		Provider: provider, Logger: slog.New(captureHandler{c: e.logs})}, e.ws, "read hello.txt")
 	if took := time.Since(start); took > legitBound {
 		e.t.Errorf("an agent turn after the attack took %v", took)
 	}

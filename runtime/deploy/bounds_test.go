@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -36,7 +36,8 @@ func TestSessionTurnsHonourLimits(t *testing.T) {
 	start := time.Now()
 	res, err := s.Prompt(ctx, "go")
 	took := time.Since(start)
-	if err != nil || res.End.Kind != session.EndError || !errors.Is(res.Err, agent.ErrAssemblyTimeout) || !strings.Contains(res.Err.Error(), "embedder:slow") {
+	var te *deploy.TurnError
+	if !errors.As(err, &te) || res.End.Kind != session.EndError || !errors.Is(res.Err, agent.ErrAssemblyTimeout) || !strings.Contains(res.Err.Error(), "embedder:slow") {
 		t.Fatalf("a turn with a section past a 100ms assembly_timeout: %+v, %v, %v", res.End, res.Err, err)
 	}
 	if took > 3*time.Second {
@@ -49,7 +50,7 @@ func TestSessionTurnsHonourLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = s.Prompt(ctx, "go")
-	if err != nil || res.End.Kind != session.EndError || !errors.Is(res.Err, prompt.ErrPromptQuota) {
+	if !errors.As(err, &te) || res.End.Kind != session.EndError || !errors.Is(res.Err, prompt.ErrPromptQuota) {
 		t.Fatalf("a 2000-byte persona under prompt_bytes 1000: %+v, %v, %v", res.End, res.Err, err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
@@ -109,7 +108,11 @@ type Options struct {
 	// nothing.
 	Redactor *redact.Redactor
 	// Builtins holds the modules behind builtin:NAME sources; nil means
-	// the built-in plugins of this module (package guests).
+	// none, and a builtin: source then fails to load. The built-ins are
+	// opt-in, so that a program loading only its own plugins does not
+	// link them: pass guests.All() for every one (about 32 MB, what the
+	// CLI does), or only those loaded, e.g. guests.ToolFS or
+	// guests.Join(guests.Facts, guests.ToolFS).
 	Builtins fs.FS
 	// Cache is the plugins' compilation cache; nil opens
 	// plugin.DefaultCache() (memory when that fails), which Close closes.
@@ -253,12 +256,8 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	if err := d.registerOwn(); err != nil {
 		return nil, err
 	}
-	builtins := opts.Builtins
-	if builtins == nil {
-		builtins = guests.FS
-	}
 	d.host, err = plugin.New(plugin.Options{Registry: d.reg, Bus: d.bus, Logger: logger,
-		Builtins: builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d},
+		Builtins: opts.Builtins, Cache: d.cache, State: d.state, Subagents: subagentHost{d},
 		LazyCompile: !opts.EagerCompile, HostState: d.hostState()})
 	if err != nil {
 		return nil, fmt.Errorf("deploy: start the plugin host: %w", err)

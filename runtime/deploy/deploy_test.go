@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
@@ -40,6 +41,9 @@ func open(t testing.TB, opts deploy.Options) *deploy.Deployment {
 	}
 	if opts.Cache == nil {
 		opts.Cache = plugintest.SharedCache(t)
+	}
+	if opts.Builtins == nil {
+		opts.Builtins = guests.All()
 	}
 	d, err := deploy.New(context.Background(), opts)
 	if err != nil {

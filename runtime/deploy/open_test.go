@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
@@ -31,7 +32,7 @@ sessions: state
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t)})
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All()})
 	if err == nil {
 		d.Close(ctx)
 		t.Fatal("two plugins registering the same variables opened")
@@ -44,7 +45,7 @@ sessions: state
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err = deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t)})
+	d, err = deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

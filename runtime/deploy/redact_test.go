@@ -17,11 +17,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -97,7 +98,7 @@ func TestSecretsStayOutOfWhatTheDeploymentShows(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), EagerCompile: true,
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All(), EagerCompile: true,
 		Logger:  slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Tools:   []deploy.Tool{probe},
 		Plugins: []plugin.Spec{printer}})
@@ -111,8 +112,8 @@ func TestSecretsStayOutOfWhatTheDeploymentShows(t *testing.T) {
 	}
 	stream := s.Follow()
 	res, err := s.Prompt(ctx, "hello")
-	if err != nil {
-		t.Fatal(err)
+	if te := (*deploy.TurnError)(nil); !errors.As(err, &te) {
+		t.Fatalf("a failed turn returned %v, want a *deploy.TurnError", err)
 	}
 	if res.End.Kind != session.EndError || !strings.Contains(res.End.Message, "401") {
 		t.Fatalf("turn ended %+v, want an error with the 401", res.End)
@@ -176,7 +177,7 @@ func TestStoreErrorDoesNotShowTheDSNPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs syncbuf.Buffer
-		d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Provider: provider,
+		d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All(), Provider: provider,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			Store:  failingStore{dsn: dsn}})
 		if err != nil {

@@ -283,10 +283,12 @@ func (s *Session) Path() string { return s.sess.Path() }
 // recorded before it was resumed.
 func (s *Session) History() []session.Event { return s.sess.Events() }
 
-// Prompt runs one turn on text. A turn that fails or is cancelled still
-// ends, recorded, with its reason in the result; the error reports only
-// that no turn could run (another is running, the session is closed) or
-// the session could not record it.
+// Prompt runs one turn on text. A turn that ran but did not complete
+// (it failed, was cancelled, hit the token ceiling: see TurnError) is
+// still recorded, and Prompt returns its result together with a
+// *TurnError carrying its end. Any other error reports that no turn
+// could run (another is running, the session is closed) or the session
+// could not record it.
 //
 // The result and the error are redacted with the deployment's secrets,
 // as the recorded turn/end is.
@@ -295,7 +297,13 @@ func (s *Session) Prompt(ctx context.Context, text string) (agent.TurnResult, er
 	red := s.d.opts.Redactor
 	res.End.Message, res.End.Reason = red.String(res.End.Message), red.String(res.End.Reason)
 	res.Text, res.Err = red.String(res.Text), red.Error(res.Err)
-	return res, red.Error(err)
+	if err != nil {
+		return res, red.Error(err)
+	}
+	if !completed(res.End) {
+		return res, &TurnError{Turn: res.Turn, End: res.End, Err: res.Err}
+	}
+	return res, nil
 }
 
 // Cancel aborts the running turn, which ends "aborted" with reason. It

@@ -119,7 +119,10 @@ func (r *localRun) run(ctx context.Context, text string) {
 	defer r.cancel()
 	tr, err := r.child.Prompt(ctx, text)
 	r.res = subagent.Result{ChildSession: r.child.ID(), StopReason: string(tr.End.Kind), Text: tr.Text}
-	if err != nil {
+	// A child turn that ran but did not complete is a result, with its
+	// stop reason, not a failed run.
+	var te *TurnError
+	if err != nil && !errors.As(err, &te) {
 		r.err = err
 	} else if tr.Err != nil && r.res.StopReason == subagent.StopCompleted {
 		r.err = tr.Err

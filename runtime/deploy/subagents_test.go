@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
@@ -309,7 +310,9 @@ func TestCancellingParentCancelsChild(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		res, err := s.Prompt(context.Background(), "go")
-		if err == nil && res.End.Kind != session.EndAborted {
+		if te := (*deploy.TurnError)(nil); errors.As(err, &te) && te.End.Kind == session.EndAborted {
+			err = nil
+		} else if err == nil {
 			err = errors.New("parent ended " + res.End.Kind)
 		}
 		done <- err
@@ -548,7 +551,7 @@ subagents:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t)})
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

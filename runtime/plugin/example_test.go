@@ -27,7 +27,7 @@ func ExampleHost_Load() {
 	ctx := context.Background()
 	h, err := plugin.New(plugin.Options{
 		Registry: prompt.NewRegistry(nil),
-		Builtins: guests.FS,
+		Builtins: guests.All(),
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -55,7 +55,7 @@ func ExampleHost_Load() {
 // module whose bytes differ is refused before it is compiled.
 func ExampleSpec_file() {
 	ctx := context.Background()
-	wasm, err := fs.ReadFile(guests.FS, "facts.wasm")
+	wasm, err := fs.ReadFile(guests.All(), "facts.wasm")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func ExampleSpec_file() {
 func ExampleHost_Registry() {
 	ctx := context.Background()
 	reg := prompt.NewRegistry(nil)
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.FS, Logger: slog.New(slog.DiscardHandler)})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.All(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func ExampleHost_CallTool() {
 		log.Fatal(err)
 	}
 
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: guests.FS, Logger: slog.New(slog.DiscardHandler)})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: guests.All(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func ExampleHost_CallTool() {
 // entry, as a deployment file holds it, into a Spec with those grants.
 func ExampleSpecFromEntry() {
 	ctx := context.Background()
-	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: guests.FS, Logger: slog.New(slog.DiscardHandler)})
+	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: guests.All(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func ExampleSpecFromEntry() {
 func ExampleHost_Reload() {
 	ctx := context.Background()
 	reg := prompt.NewRegistry(nil)
-	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.FS, Logger: slog.New(slog.DiscardHandler)})
+	h, err := plugin.New(plugin.Options{Registry: reg, Builtins: guests.All(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}

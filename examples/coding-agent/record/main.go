@@ -13,10 +13,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/scripted"
+	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 )
 
 // Prompt is the prompt the demo answers; the README uses it.
@@ -80,7 +81,9 @@ func record() error {
 	}
 	rec := replay.NewRecorder(inner, out)
 	d, err := deploy.Open(ctx, filepath.Join(here, "dsh.yml"), deploy.Options{
-		Provider: rec, SessionsDir: filepath.Join(tmp, "sessions")})
+		Provider: rec, SessionsDir: filepath.Join(tmp, "sessions"),
+		// dsh.yml loads built-in plugins, which are opt-in.
+		Builtins: guests.All()})
 	if err != nil {
 		return err
 	}
@@ -89,12 +92,11 @@ func record() error {
 	if err != nil {
 		return err
 	}
+	// A turn that did not complete is a *deploy.TurnError: a recording
+	// of a failed demo is no demo.
 	res, err := s.Prompt(ctx, Prompt)
 	if err != nil {
 		return err
-	}
-	if res.Err != nil {
-		return res.Err
 	}
 	if err := s.Close(ctx); err != nil {
 		return err

@@ -1,6 +1,10 @@
-// Package scripted builds model answers as chunk streams, for tests and
-// for recording demo sessions with a scripted model: each function returns
-// the chunks a provider would stream for one step.
+// Package scripted is a model that follows a script, for tests, examples
+// and recorded demos: no network, the same answers every run.
+//
+// Answer builds one step's answer as the chunk stream a provider would
+// send; Script and Provider replay such answers turn by turn; Tools is
+// a model that calls tools in order and then answers, the usual shape
+// of a plugin's or an embedder's test.
 package scripted
 
 import (
