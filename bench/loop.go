@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -106,12 +107,19 @@ func loopRows(c bconfig) ([]*row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	// The sessions live beside the workspace, not in it: a cwd inside the
+	// host's own state is refused.
+	sessions := filepath.Join(tmp, "sessions")
+	work := filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return nil, err
+	}
 	cch, err := cache()
 	if err != nil {
 		return nil, err
 	}
 	goroutines0 := runtime.NumGoroutine()
-	d, err := deploy.New(ctx, deploy.Options{Model: "m", Provider: timedProvider{prov}, SessionsDir: tmp, Cache: cch, Logger: discard(),
+	d, err := deploy.New(ctx, deploy.Options{Model: "m", Provider: timedProvider{prov}, SessionsDir: sessions, Cache: cch, Logger: discard(),
 		Plugins: []plugin.Spec{{Name: "kit", Source: kit, Config: json.RawMessage(`{"tools":["echo_args"]}`)}}})
 	if err != nil {
 		return nil, err
@@ -136,7 +144,7 @@ func loopRows(c bconfig) ([]*row, error) {
 				}
 				mu.Unlock()
 			}
-			s, err := d.NewSession(ctx, deploy.SessionOptions{Cwd: tmp})
+			s, err := d.NewSession(ctx, deploy.SessionOptions{Cwd: work})
 			if err != nil {
 				fail(err)
 				return
