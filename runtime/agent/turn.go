@@ -290,14 +290,17 @@ func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm
 			Turn: t.turn, Step: n},
 	}
 	var chunkSeqs []int64
+	flusher := t.a.chunkFlusher()
 	acc, err := a.generate(ctx, req, func(c model.Chunk) error {
 		e := t.record(session.NewEvent(session.AssistantChunk{Turn: t.turn, Step: n, Chunk: c}))
 		if t.fatal != nil {
 			return t.fatal
 		}
 		chunkSeqs = append(chunkSeqs, e.Seq)
+		flusher.arm()
 		return nil
 	})
+	flusher.stop()
 	if t.fatal != nil {
 		return sr, nil
 	}
