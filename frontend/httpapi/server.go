@@ -438,34 +438,12 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	if err := send(sess.Header()); err != nil {
 		return
 	}
-	stream := sess.Follow()
-	type result struct{ err error }
-	done := make(chan result, 1)
 	s.metrics.running.Add(1)
-	go func() {
-		_, err := sess.Prompt(ctx, req.Text)
-		done <- result{err}
-	}()
-	calls := map[string]int64{} // call id → tool/call time
-	for {
-		e, err := stream.Next(ctx)
-		if err != nil {
-			break
-		}
-		s.metrics.observe(e, calls)
-		if send(e) != nil {
-			// the client left: the turn goes on to its end; ctx is done
-			continue
-		}
-		if e.Type == session.TypeTurnEnd {
-			break
-		}
-	}
-	res := <-done
+	err = s.streamTurn(ctx, sess, req.Text, send)
 	s.metrics.running.Add(-1)
-	if res.err != nil {
-		s.log.Warn("httpapi: turn", "id", id, "err", res.err)
-		fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"error": res.err.Error()}))
+	if err != nil {
+		s.log.Warn("httpapi: turn", "id", id, "err", err)
+		fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"error": err.Error()}))
 		if flusher != nil {
 			flusher.Flush()
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,31 +17,37 @@ const DefaultChunkFlush = 50 * time.Millisecond
 // chunk not yet stored arms a timer, and when it fires one Flush stores
 // every chunk recorded by then. So a front end sees chunks at most one
 // interval (plus a write) after they arrive, and a session pays one write
-// per interval while the model streams, not one per chunk. A failed
-// flush leaves its records queued (or the session broken), and the
-// turn's next own flush reports it.
+// per interval while the model streams, not one per chunk. A flush that
+// fails (after the store's own retries) ends the stream: the next chunk
+// gets its error, and the turn cannot go on.
 type chunkFlusher struct {
 	a  *Agent
 	mu sync.Mutex
 	t  *time.Timer // armed, not yet fired; nil otherwise
 	// stopped: the stream is over and the step's own flush takes over.
 	stopped bool
+	err     error // of the last flush, if it failed
 }
 
 func (a *Agent) chunkFlusher() *chunkFlusher { return &chunkFlusher{a: a} }
 
-// arm schedules a flush unless one is pending. With a negative
-// ChunkFlush it does nothing: chunks wait for the message's flush.
-func (f *chunkFlusher) arm() {
+// arm schedules a flush unless one is pending, or returns the error of
+// a flush that failed. With a negative ChunkFlush it does nothing: chunks
+// wait for the message's flush.
+func (f *chunkFlusher) arm() error {
 	if f.a.chunks < 0 {
-		return
+		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
 	if f.t != nil || f.stopped {
-		return
+		return nil
 	}
 	f.t = time.AfterFunc(f.a.chunks, f.fire)
+	return nil
 }
 
 func (f *chunkFlusher) fire() {
@@ -52,7 +59,9 @@ func (f *chunkFlusher) fire() {
 	f.t = nil
 	f.mu.Unlock()
 	if err := f.a.sess.Flush(); err != nil && !errors.Is(err, session.ErrClosed) {
-		f.a.log.Warn("agent: chunk flush failed; the next flush retries", "agent", f.a.facts.ID, "err", err)
+		f.mu.Lock()
+		f.err = fmt.Errorf("store the streamed chunks: %w", err)
+		f.mu.Unlock()
 	}
 }
 

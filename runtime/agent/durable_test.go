@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,5 +173,61 @@ func TestChunksReachOnEventWhileTheModelStreams(t *testing.T) {
 	res := f.prompt(t, "go")
 	if res.End.Kind != session.EndCompleted {
 		t.Fatalf("turn ended %+v: %v", res.End, res.Err)
+	}
+}
+
+// failingBackend stores nothing once failing is set.
+type failingBackend struct {
+	memBackend
+	failing atomic.Bool
+}
+
+func (b *failingBackend) Append(recs []session.Record) error {
+	if b.failing.Load() {
+		return fmt.Errorf("the store is away: %w", session.ErrNotStored)
+	}
+	return b.memBackend.Append(recs)
+}
+
+// TestAFailedChunkFlushEndsTheStream: chunks that cannot be stored are
+// seen by nobody, so the stream that makes them stops and the turn fails
+// at once, instead of streaming on in the dark.
+func TestAFailedChunkFlushEndsTheStream(t *testing.T) {
+	p, err := session.Prepare(session.Header{Cwd: "/srv/project"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &failingBackend{}
+	sess, err := session.Resume("mem", p.Log, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	var stopped atomic.Bool
+	prov := model.ProviderFunc(func(ctx context.Context, req *model.Request, emit func(model.Chunk) error) error {
+		if err := emit(model.Chunk{Type: model.ChunkBlockStart, Index: 0, BlockType: model.BlockReasoning}); err != nil {
+			return err
+		}
+		b.failing.Store(true)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			if err := emit(model.Chunk{Type: model.ChunkReasoningDelta, Index: 0, Text: "hm"}); err != nil {
+				stopped.Store(true)
+				return err
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, c := range []model.Chunk{{Type: model.ChunkBlockEnd, Index: 0}, finish(model.FinishStop)} {
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	f := newFixture(t, Options{Session: sess, Provider: prov, ChunkFlush: 10 * time.Millisecond})
+	if _, err := f.Prompt(context.Background(), "go"); !errors.Is(err, session.ErrNotStored) {
+		t.Fatalf("Prompt: %v, want an error matching ErrNotStored", err)
+	}
+	if !stopped.Load() {
+		t.Fatal("the model streamed on although its chunks could not be stored")
 	}
 }

@@ -297,7 +297,10 @@ func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm
 			return t.fatal
 		}
 		chunkSeqs = append(chunkSeqs, e.Seq)
-		flusher.arm()
+		if err := flusher.arm(); err != nil {
+			t.fatal = fmt.Errorf("turn %d: %w", t.turn, err)
+			return t.fatal
+		}
 		return nil
 	})
 	flusher.stop()
