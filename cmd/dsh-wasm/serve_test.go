@@ -111,17 +111,28 @@ const (
 	tokenBeta  = "beta-token-0123456789ab"
 )
 
-// serveSetup writes a deployment for serve and returns its path. dsnEnv
-// empty: JSONL sessions.
+// serveSetup writes a deployment for serve and returns its path. withPG
+// false: JSONL sessions; true: a fresh database on the test server.
 func serveSetup(t *testing.T, modelURL string, withPG bool, extra string) (cfgPath string, env []string) {
+	t.Helper()
+	dsn := ""
+	if withPG {
+		dsn = pgtest.DB(t) + "&pool_max_conns=24"
+	}
+	return serveSetupStore(t, modelURL, dsn, 5*time.Second, extra)
+}
+
+// serveSetupStore is serveSetup on the database dsn (empty: JSONL
+// sessions) with leases of ttl.
+func serveSetupStore(t *testing.T, modelURL, dsn string, ttl time.Duration, extra string) (cfgPath string, env []string) {
 	t.Helper()
 	dir := t.TempDir()
 	store := ""
 	env = append(os.Environ(), "DEEPSEEK_API_KEY=sk-fake", "XDG_DATA_HOME="+filepath.Join(dir, "xdg"),
 		`DSH_TOKENS={"`+tokenAlpha+`":"alpha","`+tokenBeta+`":"beta"}`)
-	if withPG {
-		store = "store:\n  dsn_env: DSH_TEST_DSN\n  lease_ttl: 5s\n"
-		env = append(env, "DSH_TEST_DSN="+pgtest.DB(t)+"&pool_max_conns=24")
+	if dsn != "" {
+		store = fmt.Sprintf("store:\n  dsn_env: DSH_TEST_DSN\n  lease_ttl: %s\n", ttl)
+		env = append(env, "DSH_TEST_DSN="+dsn)
 	}
 	cfg := fmt.Sprintf(`model: deepseek-v4-flash
 provider:
@@ -480,6 +491,7 @@ func TestServeTwoWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.cmd.Wait()
+	killedEvents := killed.finish(t)
 
 	// B takes over once A's lease expires.
 	deadline := time.Now().Add(30 * time.Second)
@@ -517,6 +529,8 @@ func TestServeTwoWorkers(t *testing.T) {
 	if !strings.Contains(string(jsonl), `"tool three"`) {
 		t.Errorf("the killed turn's user message is gone")
 	}
+	// What the killed worker streamed is what the session holds.
+	assertStreamedStored(t, killedEvents, jsonl)
 }
 
 // Without a store section, serve keeps sessions in JSONL files, and its

@@ -23,7 +23,11 @@ const DefaultChunkFlush = 50 * time.Millisecond
 type chunkFlusher struct {
 	a  *Agent
 	mu sync.Mutex
-	t  *time.Timer // armed, not yet fired; nil otherwise
+	// t is the pending flush, from arming until its Flush has returned:
+	// one flush at a time, so a slow store is not queued a flush per chunk.
+	t *time.Timer
+	// dirty: chunks came while a flush was pending; it re-arms.
+	dirty bool
 	// stopped: the stream is over and the step's own flush takes over.
 	stopped bool
 	err     error // of the last flush, if it failed
@@ -40,13 +44,15 @@ func (f *chunkFlusher) arm() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err != nil {
+	switch {
+	case f.err != nil:
 		return f.err
+	case f.stopped:
+	case f.t != nil:
+		f.dirty = true
+	default:
+		f.t = time.AfterFunc(f.a.chunks, f.fire)
 	}
-	if f.t != nil || f.stopped {
-		return nil
-	}
-	f.t = time.AfterFunc(f.a.chunks, f.fire)
 	return nil
 }
 
@@ -56,12 +62,17 @@ func (f *chunkFlusher) fire() {
 		f.mu.Unlock()
 		return
 	}
-	f.t = nil
+	f.dirty = false
 	f.mu.Unlock()
-	if err := f.a.sess.Flush(); err != nil && !errors.Is(err, session.ErrClosed) {
-		f.mu.Lock()
+	err := f.a.sess.Flush()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = nil
+	switch {
+	case err != nil && !errors.Is(err, session.ErrClosed):
 		f.err = fmt.Errorf("store the streamed chunks: %w", err)
-		f.mu.Unlock()
+	case f.dirty && !f.stopped:
+		f.t = time.AfterFunc(f.a.chunks, f.fire)
 	}
 }
 
