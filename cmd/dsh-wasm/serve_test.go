@@ -487,11 +487,28 @@ func TestServeTwoWorkers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the tool turn never reached its second step")
 	}
+	// Kill A the moment its client sees the second step stream: what it
+	// saw must be stored.
+	var killedEvents []map[string]any
+	for streaming := false; !streaming; {
+		select {
+		case e, ok := <-killed.events:
+			if !ok {
+				t.Fatal("the tool turn's stream ended before its second step streamed")
+			}
+			killedEvents = append(killedEvents, e)
+			if d, _ := e["data"].(map[string]any); e["type"] == session.TypeAssistantChunk && d["step"] == 2.0 {
+				streaming = true
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the second step never streamed")
+		}
+	}
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	a.cmd.Wait()
-	killedEvents := killed.finish(t)
+	killedEvents = append(killedEvents, killed.finish(t)...)
 
 	// B takes over once A's lease expires.
 	deadline := time.Now().Add(30 * time.Second)
