@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,4 +138,61 @@ func TestServeDatabaseBlip(t *testing.T) {
 		t.Fatalf("turn ends %v, want %v\n%s", tl.ends, want, jsonl)
 	}
 	assertStreamedStored(t, evs, jsonl)
+}
+
+// Two workers on one PostgreSQL with max_tenant_turns 1: a second turn
+// of the tenant is refused on either worker while the first runs (429
+// with Retry-After), another tenant is not counted with it, and once the
+// worker holding the slot is killed, a new turn is admitted within one
+// lease TTL. (A busy session's 409 with Retry-After across workers is
+// TestServeTwoWorkers'.)
+func TestServeTenantLimitAcrossWorkers(t *testing.T) {
+	model := &scriptedModel{hung: make(chan string, 4)}
+	ms := httptest.NewServer(model)
+	defer ms.Close()
+	const ttl = 3 * time.Second
+	cfgPath, env := serveSetupStore(t, ms.URL, pgtest.DB(t)+"&pool_max_conns=8", ttl, "  max_tenant_turns: 1\n")
+	a := startWorker(t, cfgPath, env)
+	b := startWorker(t, cfgPath, env)
+	s1 := createSession(t, a, tokenAlpha, "one").ID
+	s2 := createSession(t, a, tokenAlpha, "two").ID
+	s3 := createSession(t, b, tokenBeta, "three").ID
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := promptTurn(t, ctx, a, tokenAlpha, s1, "slow one")
+	if slow.code != http.StatusOK {
+		t.Fatalf("the first turn: %d %s", slow.code, slow.body)
+	}
+	select {
+	case <-model.hung:
+	case <-time.After(time.Minute):
+		t.Fatal("the first turn never reached the model")
+	}
+	for _, w := range []*worker{a, b} {
+		if ts := promptTurn(t, ctx, w, tokenAlpha, s2, "quick two"); ts.code != http.StatusTooManyRequests {
+			t.Fatalf("a second turn of the tenant on %s: %d %s, want 429", w.url, ts.code, ts.body)
+		}
+	}
+	// Another tenant is not counted with alpha.
+	if ts := promptTurn(t, ctx, b, tokenBeta, s3, "quick three"); ts.code != http.StatusOK || endKind(t, finishWithin(t, ts, time.Minute)) != session.EndCompleted {
+		t.Fatalf("beta's turn: %d %s", ts.code, ts.body)
+	}
+	// The busy session, through the other worker: the tenant's limit
+	// answers first (429), and says when to try again.
+	if ts := promptTurn(t, ctx, b, tokenAlpha, s1, "quick one again"); ts.code != http.StatusTooManyRequests || ts.header.Get("Retry-After") == "" {
+		t.Fatalf("a prompt of the busy session: %d, Retry-After %q", ts.code, ts.header.Get("Retry-After"))
+	}
+
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Wait()
+	killed := time.Now()
+	// The slot's lease ends at most one TTL after the kill; the prompt
+	// that sees it free comes up to one poll (and its request) later.
+	next := promptUntil(t, b, s2, "quick after", killed.Add(ttl+time.Second))
+	if k := endKind(t, next); k != session.EndCompleted {
+		t.Fatalf("the turn after the kill ended %s", k)
+	}
 }

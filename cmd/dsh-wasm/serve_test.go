@@ -227,6 +227,7 @@ func createSession(t *testing.T, w *worker, token, cwd string) session.Header {
 // turnStream is a prompt's SSE response read as it comes.
 type turnStream struct {
 	code   int
+	header http.Header
 	events chan map[string]any
 	body   []byte
 }
@@ -241,7 +242,7 @@ func promptTurn(t *testing.T, ctx context.Context, w *worker, token, id, text st
 	if err != nil {
 		t.Fatalf("prompt: %v", err)
 	}
-	ts := &turnStream{code: resp.StatusCode, events: make(chan map[string]any, 1024)}
+	ts := &turnStream{code: resp.StatusCode, header: resp.Header, events: make(chan map[string]any, 1024)}
 	if resp.StatusCode != http.StatusOK {
 		ts.body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -401,6 +402,8 @@ func TestServeTwoWorkers(t *testing.T) {
 	}
 	if ts := promptTurn(t, ctx, b, tokenAlpha, id, "quick intruder"); ts.code != http.StatusConflict {
 		t.Fatalf("a concurrent prompt through B: %d %s, want 409", ts.code, ts.body)
+	} else if ts.header.Get("Retry-After") == "" {
+		t.Errorf("the 409 of a session busy on another worker carries no Retry-After")
 	}
 	if ts := promptTurn(t, ctx, a, tokenAlpha, id, "quick intruder"); ts.code != http.StatusConflict {
 		t.Fatalf("a concurrent prompt through A: %d %s, want 409", ts.code, ts.body)

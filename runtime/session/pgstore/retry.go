@@ -107,9 +107,9 @@ func (b *backend) appendOnce(ctx context.Context, recs []session.Record) error {
 	})
 }
 
-// renew extends the leases of the sessions this store has open, and
-// only those: a session closed, even one whose release failed, is left
-// to expire.
+// renew extends the leases of the sessions this store has open and of
+// the turn slots it holds, and only those: a session closed or a slot
+// given back, even one whose release failed, is left to expire.
 func (s *Store) renew() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.ttl/3)
 	defer cancel()
@@ -118,6 +118,13 @@ func (s *Store) renew() {
 			WHERE lease_owner = $1 AND id = ANY($3)`, s.owner, s.ttlSQL(), ids)
 		if err != nil {
 			s.log.Warn("pgstore: renew session leases", "err", err)
+		}
+	}
+	if keys := s.heldSlots(); len(keys) > 0 {
+		_, err := s.pool.Exec(ctx, `UPDATE dsh_turn_slots SET lease_until = now() + $2::interval
+			WHERE owner = $1 AND (tenant || '/' || slot) = ANY($3)`, s.owner, s.ttlSQL(), keys)
+		if err != nil {
+			s.log.Warn("pgstore: renew turn slots", "err", err)
 		}
 	}
 }

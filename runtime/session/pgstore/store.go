@@ -61,6 +61,7 @@ type Store struct {
 	// longer open, so its lease expires.
 	openMu sync.Mutex
 	open   map[string]int
+	slots  map[string]bool // turn slots held (slotKey)
 	now    func() time.Time
 	log    *slog.Logger
 
@@ -89,7 +90,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	s := &Store{pool: pool, owner: hex.EncodeToString(b[:]), ttl: opts.LeaseTTL, retryFor: opts.RetryFor, now: opts.Now, log: opts.Logger,
-		open: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+		open: map[string]int{}, slots: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if s.ttl <= 0 {
 		s.ttl = DefaultLeaseTTL
 	}
@@ -172,6 +173,7 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, _ = s.pool.Exec(ctx, `UPDATE dsh_sessions SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, s.owner)
+		_, _ = s.pool.Exec(ctx, `DELETE FROM dsh_turn_slots WHERE owner = $1`, s.owner)
 		s.pool.Close()
 	})
 	return nil
