@@ -86,3 +86,32 @@ func TestAppendOfferedAgainIsStoredOnce(t *testing.T) {
 		t.Fatalf("different records at stored seqs: %v, want errConflict", err)
 	}
 }
+
+// A session closed while the database restarts gives its lease back once
+// the database answers again, within the retry bound: another worker
+// opens it at once, not a lease TTL later.
+func TestReleaseRetriedAcrossARestart(t *testing.T) {
+	pg := pgtest.Own(t)
+	opts := Options{LeaseTTL: time.Minute, RetryFor: 30 * time.Second}
+	st := open(t, pg.DSN, opts)
+	other := open(t, pg.DSN, opts)
+	s, err := st.Create(session.Header{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.Header().ID
+	pg.Stop(t)
+	back := make(chan struct{})
+	go func() {
+		defer close(back)
+		time.Sleep(time.Second)
+		pg.Resume(t)
+	}()
+	s.Close()
+	<-back
+	s2, err := other.Open(id)
+	if err != nil {
+		t.Fatalf("open on another store after the close: %v (the lease was not given back)", err)
+	}
+	s2.Close()
+}
