@@ -93,8 +93,8 @@ func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
 // recordPluginEvent records an event a plugin appended through
 // session_event_append (the host has checked its type against the
 // plugin's grants and its payload): it joins the session like the loop's
-// own events, and OnEvent sees it. It runs on the turn's goroutine, inside
-// the plugin call that appended it.
+// own events, and OnEvent sees it once stored. It runs on the turn's
+// goroutine, inside the plugin call that appended it.
 func (a *Agent) recordPluginEvent(eventType string, data json.RawMessage) error {
 	_, err := a.record(session.Event{Type: eventType, Data: data})
 	return err
