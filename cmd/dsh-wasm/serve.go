@@ -138,7 +138,7 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 	hc := httpapi.Config{Deployment: d, Workspaces: cfg.Serve.Workspaces, Tokens: tokens,
 		MaxTurns: cfg.Serve.MaxTurns, MaxTenantTurns: cfg.Serve.MaxTenantTurns, Logger: logger}
 	if pg != nil {
-		hc.Canceller, hc.Ready = pg, pg.Ping
+		hc.Canceller, hc.Ready, hc.TenantSlots = pg, pg.Ping, pg.TurnSlots()
 	}
 	srv, err := httpapi.New(hc)
 	if err != nil {

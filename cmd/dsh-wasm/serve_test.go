@@ -111,17 +111,28 @@ const (
 	tokenBeta  = "beta-token-0123456789ab"
 )
 
-// serveSetup writes a deployment for serve and returns its path. dsnEnv
-// empty: JSONL sessions.
+// serveSetup writes a deployment for serve and returns its path. withPG
+// false: JSONL sessions; true: a fresh database on the test server.
 func serveSetup(t *testing.T, modelURL string, withPG bool, extra string) (cfgPath string, env []string) {
+	t.Helper()
+	dsn := ""
+	if withPG {
+		dsn = pgtest.DB(t) + "&pool_max_conns=24"
+	}
+	return serveSetupStore(t, modelURL, dsn, 5*time.Second, extra)
+}
+
+// serveSetupStore is serveSetup on the database dsn (empty: JSONL
+// sessions) with leases of ttl.
+func serveSetupStore(t *testing.T, modelURL, dsn string, ttl time.Duration, extra string) (cfgPath string, env []string) {
 	t.Helper()
 	dir := t.TempDir()
 	store := ""
 	env = append(os.Environ(), "DEEPSEEK_API_KEY=sk-fake", "XDG_DATA_HOME="+filepath.Join(dir, "xdg"),
 		`DSH_TOKENS={"`+tokenAlpha+`":"alpha","`+tokenBeta+`":"beta"}`)
-	if withPG {
-		store = "store:\n  dsn_env: DSH_TEST_DSN\n  lease_ttl: 5s\n"
-		env = append(env, "DSH_TEST_DSN="+pgtest.DB(t)+"&pool_max_conns=24")
+	if dsn != "" {
+		store = fmt.Sprintf("store:\n  dsn_env: DSH_TEST_DSN\n  lease_ttl: %s\n", ttl)
+		env = append(env, "DSH_TEST_DSN="+dsn)
 	}
 	cfg := fmt.Sprintf(`model: deepseek-v4-flash
 provider:
@@ -222,6 +233,7 @@ func createSession(t *testing.T, w *worker, token, cwd string) session.Header {
 // turnStream is a prompt's SSE response read as it comes.
 type turnStream struct {
 	code   int
+	header http.Header
 	events chan map[string]any
 	body   []byte
 }
@@ -236,7 +248,7 @@ func promptTurn(t *testing.T, ctx context.Context, w *worker, token, id, text st
 	if err != nil {
 		t.Fatalf("prompt: %v", err)
 	}
-	ts := &turnStream{code: resp.StatusCode, events: make(chan map[string]any, 1024)}
+	ts := &turnStream{code: resp.StatusCode, header: resp.Header, events: make(chan map[string]any, 1024)}
 	if resp.StatusCode != http.StatusOK {
 		ts.body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -396,6 +408,8 @@ func TestServeTwoWorkers(t *testing.T) {
 	}
 	if ts := promptTurn(t, ctx, b, tokenAlpha, id, "quick intruder"); ts.code != http.StatusConflict {
 		t.Fatalf("a concurrent prompt through B: %d %s, want 409", ts.code, ts.body)
+	} else if ts.header.Get("Retry-After") == "" {
+		t.Errorf("the 409 of a session busy on another worker carries no Retry-After")
 	}
 	if ts := promptTurn(t, ctx, a, tokenAlpha, id, "quick intruder"); ts.code != http.StatusConflict {
 		t.Fatalf("a concurrent prompt through A: %d %s, want 409", ts.code, ts.body)
@@ -482,10 +496,28 @@ func TestServeTwoWorkers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the tool turn never reached its second step")
 	}
+	// Kill A the moment its client sees the second step stream: what it
+	// saw must be stored.
+	var killedEvents []map[string]any
+	for streaming := false; !streaming; {
+		select {
+		case e, ok := <-killed.events:
+			if !ok {
+				t.Fatal("the tool turn's stream ended before its second step streamed")
+			}
+			killedEvents = append(killedEvents, e)
+			if d, _ := e["data"].(map[string]any); e["type"] == session.TypeAssistantChunk && d["step"] == 2.0 {
+				streaming = true
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the second step never streamed")
+		}
+	}
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	a.cmd.Wait()
+	killedEvents = append(killedEvents, killed.finish(t)...)
 
 	// B takes over once A's lease expires.
 	deadline := time.Now().Add(30 * time.Second)
@@ -523,6 +555,8 @@ func TestServeTwoWorkers(t *testing.T) {
 	if !strings.Contains(string(jsonl), `"tool three"`) {
 		t.Errorf("the killed turn's user message is gone")
 	}
+	// What the killed worker streamed is what the session holds.
+	assertStreamedStored(t, killedEvents, jsonl)
 }
 
 // Without a store section, serve keeps sessions in JSONL files, and its

@@ -43,10 +43,14 @@ type Config struct {
 	Workspaces string
 	// Tokens maps bearer tokens to tenants.
 	Tokens map[string]string
-	// MaxTurns and MaxTenantTurns bound the turns running at once on this
-	// worker, in all and per tenant; a prompt beyond them gets 429.
+	// MaxTurns bounds the turns running at once on this worker, and
+	// MaxTenantTurns those of one tenant, counted by TenantSlots; a prompt
+	// beyond them gets 429.
 	MaxTurns, MaxTenantTurns int
-	Canceller                Canceller
+	// TenantSlots counts a tenant's turns: across workers with the
+	// PostgreSQL store's slots; nil counts this worker's (LocalSlots).
+	TenantSlots TurnSlots
+	Canceller   Canceller
 	// Ready reports whether the store answers (readiness); nil: always.
 	Ready  func(context.Context) error
 	Logger *slog.Logger
@@ -64,9 +68,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 
+	slots    TurnSlots
 	mu       sync.Mutex
-	running  map[string]*deploy.Session // session id → its turn on this worker
-	perTen   map[string]int
+	running  map[string]*turnEntry // session id → its prompt on this worker
 	turnsNow int
 	draining bool
 }
@@ -86,7 +90,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: turn limits must be positive", ErrConfig)
 	}
 	s := &Server{cfg: cfg, tokens: map[[32]byte]string{}, log: cfg.Logger, metrics: newMetrics(),
-		running: map[string]*deploy.Session{}, perTen: map[string]int{}}
+		running: map[string]*turnEntry{}, slots: cfg.TenantSlots}
+	if s.slots == nil {
+		s.slots = &LocalSlots{}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -123,14 +130,6 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/prompt", s.auth(s.owned(s.prompt)))
 	mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.auth(s.owned(s.cancel)))
 	return mux
-}
-
-// CancelLocal cancels the turn of session id if it runs on this worker.
-func (s *Server) CancelLocal(id, reason string) bool {
-	s.mu.Lock()
-	sess := s.running[id]
-	s.mu.Unlock()
-	return sess != nil && sess.Cancel(reason)
 }
 
 type ctxKey int
@@ -350,27 +349,39 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"cancel": "sent"})
 }
 
-// admit counts a turn against the limits, or says which one is full.
-func (s *Server) admit(tenant string) (release func(), full string) {
+// admit counts a turn against the worker's limit and the tenant's slots,
+// or says which one is full.
+func (s *Server) admit(ctx context.Context, tenant string) (release func(), full string, err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.turnsNow >= s.cfg.MaxTurns:
-		return nil, "this worker runs its maximum of turns"
-	case s.perTen[tenant] >= s.cfg.MaxTenantTurns:
-		return nil, "your tenant runs its maximum of turns on this worker"
+	if s.turnsNow >= s.cfg.MaxTurns {
+		s.mu.Unlock()
+		return nil, "this worker runs its maximum of turns", nil
 	}
 	s.turnsNow++
-	s.perTen[tenant]++
-	return func() {
+	s.mu.Unlock()
+	unworker := func() {
 		s.mu.Lock()
 		s.turnsNow--
-		if s.perTen[tenant]--; s.perTen[tenant] == 0 {
-			delete(s.perTen, tenant)
-		}
 		s.mu.Unlock()
-	}, ""
+	}
+	untenant, ok, err := s.slots.Acquire(ctx, tenant, s.cfg.MaxTenantTurns)
+	if err != nil || !ok {
+		unworker()
+		return nil, "your tenant runs its maximum of turns", err
+	}
+	return func() { untenant(); unworker() }, "", nil
 }
+
+// busy answers a prompt for a session whose turn runs: 409, with the
+// time after which to try again.
+func (s *Server) busy(w http.ResponseWriter) {
+	s.metrics.conflicts.Add(1)
+	w.Header().Set("Retry-After", retryAfterBusy)
+	httpError(w, http.StatusConflict, "a turn of this session is running")
+}
+
+// retryAfterBusy is the Retry-After of a 409, in seconds.
+const retryAfterBusy = "1"
 
 // prompt runs one turn and streams its events as SSE: the session's
 // header, then every event the turn records, each a "data:" line with
@@ -387,7 +398,19 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "text: empty prompt")
 		return
 	}
-	release, full := s.admit(tenant)
+	entry := s.register(r.Context(), id)
+	if entry == nil {
+		s.busy(w)
+		return
+	}
+	defer s.unregister(id, entry)
+	ctx := entry.ctx
+	release, full, err := s.admit(ctx, tenant)
+	if err != nil {
+		s.log.Warn("httpapi: count the tenant's turns", "err", err)
+		httpError(w, http.StatusInternalServerError, "the session store failed")
+		return
+	}
 	if release == nil {
 		s.metrics.refused.Add(1)
 		w.Header().Set("Retry-After", "1")
@@ -396,7 +419,6 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
-	ctx := r.Context()
 	// The session's cwd is opened again beneath the tenant's root at
 	// every open: what it named at creation may be a link by now.
 	hd := r.Context().Value(headerKey).(session.Header)
@@ -410,12 +432,11 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusConflict, fmt.Sprintf("the session's %v; it cannot run", err))
 		return
 	}
-	sess, err := s.cfg.Deployment.NewSession(ctx, deploy.SessionOptions{Resume: id, Cwd: dir.Name(), CwdDir: dir.Root()})
+	sess, err := s.cfg.Deployment.NewSession(context.WithoutCancel(ctx), deploy.SessionOptions{Resume: id, Cwd: dir.Name(), CwdDir: dir.Root()})
 	dir.Close() // the session holds its own handle
 	if err != nil {
 		if errors.Is(err, session.ErrLocked) {
-			s.metrics.conflicts.Add(1)
-			httpError(w, http.StatusConflict, "a turn of this session is running")
+			s.busy(w)
 			return
 		}
 		s.log.Warn("httpapi: open session", "id", id, "err", err)
@@ -423,14 +444,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sess.Close(context.WithoutCancel(ctx))
-	s.mu.Lock()
-	s.running[id] = sess
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.running, id)
-		s.mu.Unlock()
-	}()
+	s.opened(entry, sess)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -453,38 +467,16 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	if err := send(sess.Header()); err != nil {
 		return
 	}
-	stream := sess.Follow()
-	type result struct{ err error }
-	done := make(chan result, 1)
 	s.metrics.running.Add(1)
-	go func() {
-		_, err := sess.Prompt(ctx, req.Text)
-		done <- result{err}
-	}()
-	calls := map[string]int64{} // call id → tool/call time
-	for {
-		e, err := stream.Next(ctx)
-		if err != nil {
-			break
-		}
-		s.metrics.observe(e, calls)
-		if send(e) != nil {
-			// the client left: the turn goes on to its end; ctx is done
-			continue
-		}
-		if e.Type == session.TypeTurnEnd {
-			break
-		}
-	}
-	res := <-done
+	err = s.streamTurn(ctx, sess, req.Text, send)
 	s.metrics.running.Add(-1)
 	// A turn that ran but did not complete (a *deploy.TurnError) has
 	// already been streamed with its turn/end; only an error that kept
 	// the turn from running or being recorded is an error event.
 	var te *deploy.TurnError
-	if res.err != nil && !errors.As(res.err, &te) {
-		s.log.Warn("httpapi: turn", "id", id, "err", res.err)
-		fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"error": res.err.Error()}))
+	if err != nil && !errors.As(err, &te) {
+		s.log.Warn("httpapi: turn", "id", id, "err", err)
+		fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"error": err.Error()}))
 		if flusher != nil {
 			flusher.Flush()
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
@@ -99,10 +100,18 @@ type Options struct {
 	// and restores it on resume; give the same store to the plugin host
 	// (plugin.Options.State).
 	State *PluginState
-	// OnEvent, when set, is called with each event the loop records,
-	// after it is appended, on the goroutine running the turn. It must
-	// not block; it may call Cancel.
+	// OnEvent, when set, is called with each event the loop records
+	// once the session's store holds it (session.Session.OnStored), in
+	// order: nobody outside the process sees an event a crash could take
+	// back. It runs on the goroutine that flushed (the turn's, or the
+	// chunk flusher's), must not block, and may call Cancel.
 	OnEvent func(session.Event)
+	// ChunkFlush is how long a streamed assistant/chunk may wait for the
+	// flush that makes it durable, and so visible to OnEvent: while the
+	// model streams, the session is flushed at most this long after the
+	// first chunk not yet stored. 0 is DefaultChunkFlush; a negative
+	// value leaves chunks to the assistant message's flush.
+	ChunkFlush time.Duration
 	// Permission asks the user whether a tool call a tools/pre-execute
 	// listener wants confirmed ("ask") may run. Nil refuses every such
 	// call: with nobody to ask, the call does not run.
@@ -128,6 +137,7 @@ type Agent struct {
 	tools    ToolRunner
 	log      *slog.Logger
 	onEvent  func(session.Event)
+	chunks   time.Duration // ChunkFlush, defaulted
 	state    *PluginState
 	facts    prompt.AgentFacts
 	parentID string // the session's parent session, for request metadata
@@ -194,6 +204,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		tools:    opts.Tools,
 		log:      opts.Logger,
 		onEvent:  opts.OnEvent,
+		chunks:   opts.ChunkFlush,
 		parentID: h.ParentSession,
 		maxSteps: opts.MaxSteps,
 		cont:     opts.Continue,
@@ -226,6 +237,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if a.cont == nil {
 		a.cont = ContinueWhileToolCalls
 	}
+	if a.chunks == 0 {
+		a.chunks = DefaultChunkFlush
+	}
 	last, err := lastTurn(opts.Session.Events())
 	if err != nil {
 		return nil, fmt.Errorf("agent: new: session %s: %w", h.ID, err)
@@ -237,11 +251,22 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		}
 		a.state = opts.State
 	}
+	if a.onEvent != nil {
+		onEvent := a.onEvent
+		opts.Session.OnStored(func(evs []session.Event) {
+			for _, e := range evs {
+				onEvent(e)
+			}
+		})
+	}
 	// agent/open: a listener that cannot set the agent up refuses it.
 	// What its instances hold for this agent is let go.
 	octx := prompt.WithAgent(ctx, &a.facts)
 	if err := a.bus.Emit(octx, events.EventAgentOpen, &AgentEvent{Agent: a.facts}); err != nil {
 		a.tools.EndAgent(context.WithoutCancel(ctx), a.facts.ID)
+		if a.onEvent != nil {
+			opts.Session.OnStored(nil) // the refused agent reads nothing more
+		}
 		return nil, fmt.Errorf("agent: new: %w: %w", ErrListener, err)
 	}
 	a.emitContained(ctx, events.EventAgentStart, &AgentEvent{Agent: a.facts})
@@ -428,14 +453,11 @@ func (a *Agent) runTurnLocked(ctx context.Context) (TurnResult, error) {
 	return t.run(msgs)
 }
 
-// record appends e to the session and tells OnEvent.
+// record appends e to the session; OnEvent sees it once it is stored.
 func (a *Agent) record(e session.Event) (session.Event, error) {
 	e, err := a.sess.Append(e)
 	if err != nil {
 		return e, fmt.Errorf("agent %s: record: %w", a.facts.ID, err)
-	}
-	if a.onEvent != nil {
-		a.onEvent(e)
 	}
 	return e, nil
 }

@@ -171,12 +171,7 @@ func (c *compactor) preStep(ctx context.Context, payload any) error {
 // record writes a compaction, or its failure, to the session. A session
 // that cannot record it is logged; the step goes on either way.
 func (c *compactor) record(a *Agent, comp session.Compaction) bool {
-	evs, err := a.sess.Compact(comp)
-	for _, e := range evs {
-		if a.onEvent != nil {
-			a.onEvent(e)
-		}
-	}
+	_, err := a.sess.Compact(comp) // OnEvent sees the records once flushed
 	if err != nil {
 		a.log.Warn("agent: compaction not recorded; going on with the full history", "agent", a.facts.ID, "err", err)
 		return false

@@ -69,6 +69,10 @@ func (t *turnRun) runCalls(ctx context.Context, facts *prompt.AgentFacts, step i
 		}
 		ev := t.record(session.NewEvent(session.ToolCall{Turn: t.turn, Step: step,
 			CallID: call.ID, Name: call.Name, Arguments: call.Arguments}))
+		// The intent is durable before the side effect, and before any
+		// listener or client hears of the call: a crash from here on
+		// is repaired with the call on record.
+		t.flush()
 		if t.fatal != nil {
 			return nil
 		}

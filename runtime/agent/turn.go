@@ -94,8 +94,8 @@ func (t *turnRun) facts() (context.Context, *prompt.AgentFacts) {
 // recordPluginEvent records an event a plugin appended through
 // session_event_append (the host has checked its type against the
 // plugin's grants and its payload): it joins the session like the loop's
-// own events, and OnEvent sees it. It runs on the turn's goroutine, inside
-// the plugin call that appended it.
+// own events, and OnEvent sees it once stored. It runs on the turn's
+// goroutine, inside the plugin call that appended it.
 func (a *Agent) recordPluginEvent(eventType string, data json.RawMessage) error {
 	_, err := a.record(session.Event{Type: eventType, Data: data})
 	return err
@@ -293,14 +293,20 @@ func (t *turnRun) step(ctx context.Context, facts *prompt.AgentFacts, n int, asm
 			Turn: t.turn, Step: n},
 	}
 	var chunkSeqs []int64
+	flusher := t.a.chunkFlusher()
 	acc, err := a.generate(ctx, req, func(c model.Chunk) error {
 		e := t.record(session.NewEvent(session.AssistantChunk{Turn: t.turn, Step: n, Chunk: c}))
 		if t.fatal != nil {
 			return t.fatal
 		}
 		chunkSeqs = append(chunkSeqs, e.Seq)
+		if err := flusher.arm(); err != nil {
+			t.fatal = fmt.Errorf("turn %d: %w", t.turn, err)
+			return t.fatal
+		}
 		return nil
 	})
+	flusher.stop()
 	if t.fatal != nil {
 		return sr, nil
 	}

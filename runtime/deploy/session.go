@@ -40,8 +40,10 @@ type SessionOptions struct {
 	// child sessions and replay.override.json beside it) instead of the
 	// live provider.
 	Replay string
-	// OnEvent, when set, is called with each event the loop records, on
-	// the goroutine running the turn, in order. It must not block.
+	// OnEvent, when set, is called with each event the loop records, in
+	// order, once the session's store holds it (agent.Options.OnEvent):
+	// on the goroutine that flushed, the turn's or the chunk flusher's.
+	// It must not block.
 	OnEvent func(session.Event)
 	// Permission asks the user whether a tool call a hook wants confirmed
 	// may run (agent.Options.Permission). Nil refuses every such call.

@@ -73,3 +73,39 @@ func TestBackendErrorBreaks(t *testing.T) {
 		t.Fatalf("Append after a broken flush: %v", err)
 	}
 }
+
+// OnStored hears of events once, in order, when the backend holds them:
+// not when appended, not when a flush failed, and all of them when the
+// retried flush stores them.
+func TestOnStoredSeesOnlyStoredEvents(t *testing.T) {
+	b := &memBackend{}
+	s := restoreMem(t, b)
+	var heard []int64
+	s.OnStored(func(evs []Event) {
+		for _, e := range evs {
+			if e.Seq >= int64(len(b.recs)) {
+				t.Errorf("OnStored heard of seq %d, but the backend holds %d records", e.Seq, len(b.recs))
+			}
+			heard = append(heard, e.Seq)
+		}
+	})
+	mustAppend(t, s, NewEvent(TurnStart{Turn: 1}))
+	if len(heard) != 0 {
+		t.Fatalf("OnStored heard of an event only appended: %v", heard)
+	}
+	b.fail = ErrNotStored
+	if err := s.Flush(); !errors.Is(err, ErrNotStored) {
+		t.Fatalf("Flush: %v", err)
+	}
+	if len(heard) != 0 {
+		t.Fatalf("OnStored heard of events a failed flush did not store: %v", heard)
+	}
+	mustAppend(t, s, NewEvent(TurnEnd{Turn: 1, Reason: EndReason{Kind: EndCompleted}}))
+	b.fail = nil
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(heard) != 2 || heard[0] != 0 || heard[1] != 1 {
+		t.Fatalf("OnStored heard %v, want [0 1]", heard)
+	}
+}

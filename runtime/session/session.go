@@ -20,7 +20,8 @@ type Session struct {
 	release func() // called once by Close; nil when nothing is held
 	backend Backend
 
-	flushMu sync.Mutex // held by Flush and Close, outside mu: writes do not block Append
+	flushMu  sync.Mutex    // held by Flush and Close, outside mu: writes do not block Append
+	onStored func([]Event) // guarded by flushMu
 
 	mu       sync.Mutex
 	closed   bool
@@ -258,6 +259,12 @@ func (s *Session) flush() error {
 
 	err := s.backend.Append(recs)
 	if err == nil {
+		if s.onStored != nil {
+			s.mu.Lock()
+			evs := slices.Clone(s.st.events[recs[0].Seq : recs[len(recs)-1].Seq+1])
+			s.mu.Unlock()
+			s.onStored(evs)
+		}
 		return nil
 	}
 	s.mu.Lock()
@@ -268,6 +275,20 @@ func (s *Session) flush() error {
 	}
 	s.broken = fmt.Errorf("session %s: %w: %w", id, ErrBroken, err)
 	return s.broken
+}
+
+// OnStored makes fn the one reader of what the store holds: each Flush
+// that stores events calls it with them, in seq order, once the store
+// holds them (for the file store: after the fsync; for PostgreSQL: after
+// the commit), and before Flush returns. Calls never overlap, so fn sees
+// every stored event once and in order; it runs with the session's flush
+// lock held and must not call Flush or Close. Events appended but not yet
+// flushed, and the repairs Open stored, are not passed. This is how an
+// event reaches anyone outside the process only once it is durable.
+func (s *Session) OnStored(fn func([]Event)) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.onStored = fn
 }
 
 // Close flushes the session and closes it in its store (for the file

@@ -38,6 +38,12 @@ type Options struct {
 	// LeaseTTL is how long a dead worker's lease lasts; 0 means
 	// DefaultLeaseTTL. The heartbeat renews leases every third of it.
 	LeaseTTL time.Duration
+	// RetryFor bounds how long a write (an append, a lease release) is
+	// tried again while the database does not answer; 0 means LeaseTTL.
+	// An append that still fails leaves its events queued (the session's
+	// next flush offers them again); a release that still fails lets the
+	// lease expire.
+	RetryFor time.Duration
 	// Now stamps headers and events; nil means the system clock.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -45,11 +51,19 @@ type Options struct {
 
 // Store is a session.Storage in PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	pool  *pgxpool.Pool
-	owner string // this store's lease owner id
-	ttl   time.Duration
-	now   func() time.Time
-	log   *slog.Logger
+	pool     *pgxpool.Pool
+	owner    string // this store's lease owner id
+	ttl      time.Duration
+	retryFor time.Duration
+
+	// openMu guards open: the sessions this store has open, the only
+	// leases the heartbeat renews. A session whose release failed is no
+	// longer open, so its lease expires.
+	openMu sync.Mutex
+	open   map[string]int
+	slots  map[string]bool // turn slots held (slotKey)
+	now    func() time.Time
+	log    *slog.Logger
 
 	stop chan struct{}
 	done chan struct{}
@@ -75,10 +89,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	s := &Store{pool: pool, owner: hex.EncodeToString(b[:]), ttl: opts.LeaseTTL, now: opts.Now, log: opts.Logger,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{pool: pool, owner: hex.EncodeToString(b[:]), ttl: opts.LeaseTTL, retryFor: opts.RetryFor, now: opts.Now, log: opts.Logger,
+		open: map[string]int{}, slots: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if s.ttl <= 0 {
 		s.ttl = DefaultLeaseTTL
+	}
+	if s.retryFor <= 0 {
+		s.retryFor = s.ttl
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -156,6 +173,7 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, _ = s.pool.Exec(ctx, `UPDATE dsh_sessions SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, s.owner)
+		_, _ = s.pool.Exec(ctx, `DELETE FROM dsh_turn_slots WHERE owner = $1`, s.owner)
 		s.pool.Close()
 	})
 	return nil
@@ -166,7 +184,33 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 func (s *Store) ttlSQL() string { return fmt.Sprintf("%d milliseconds", s.ttl.Milliseconds()) }
 
-// heartbeat renews this store's leases every third of the TTL.
+// opened and closed count the sessions this store has open.
+func (s *Store) opened(id string) {
+	s.openMu.Lock()
+	s.open[id]++
+	s.openMu.Unlock()
+}
+
+func (s *Store) closed(id string) {
+	s.openMu.Lock()
+	if s.open[id]--; s.open[id] <= 0 {
+		delete(s.open, id)
+	}
+	s.openMu.Unlock()
+}
+
+func (s *Store) openIDs() []string {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	ids := make([]string, 0, len(s.open))
+	for id := range s.open {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// heartbeat renews the leases of the sessions this store has open, and
+// of the turn slots it holds, every third of the TTL.
 func (s *Store) heartbeat() {
 	defer close(s.done)
 	t := time.NewTicker(s.ttl / 3)
@@ -177,12 +221,7 @@ func (s *Store) heartbeat() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.ttl/3)
-		_, err := s.pool.Exec(ctx, `UPDATE dsh_sessions SET lease_until = now() + $2::interval WHERE lease_owner = $1`, s.owner, s.ttlSQL())
-		cancel()
-		if err != nil {
-			s.log.Warn("pgstore: renew leases", "err", err)
-		}
+		s.renew()
 	}
 }
 
@@ -236,6 +275,7 @@ func insert(ctx context.Context, tx pgx.Tx, id string, recs []session.Record) er
 }
 
 func (s *Store) restore(id string, header []byte, recs []session.Record) (*session.Session, error) {
+	s.opened(id)
 	b := &backend{s: s, id: id}
 	sess, err := session.Restore("postgres:"+id, header, recs, b, s.now, nil)
 	if err != nil {
@@ -296,10 +336,15 @@ func (s *Store) records(ctx context.Context, id string) ([]session.Record, error
 	return recs, nil
 }
 
+// release gives back the lease of session id, which this store no
+// longer has open: tried again within the retry bound, and if it still
+// fails the heartbeat no longer renews the lease, so it expires.
 func (s *Store) release(id string) error {
-	ctx, cancel := s.ctx()
-	defer cancel()
-	_, err := s.pool.Exec(ctx, `UPDATE dsh_sessions SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`, id, s.owner)
+	s.closed(id)
+	err := s.retry(func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `UPDATE dsh_sessions SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`, id, s.owner)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("pgstore: release %s: %w", id, err)
 	}
@@ -385,23 +430,24 @@ type backend struct {
 	id string
 }
 
+// Append stores recs in one transaction that checks and renews the
+// lease. A failure that may heal (the database restarting, a lost
+// connection) is tried again within the retry bound; if it still fails,
+// the error matches session.ErrNotStored and the session offers the
+// records again on its next flush. Each attempt is idempotent (see
+// appendOnce), so a commit whose answer was lost is not stored twice.
 func (b *backend) Append(recs []session.Record) error {
-	ctx, cancel := b.s.ctx()
-	defer cancel()
-	return pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
-		var owner *string
-		err := tx.QueryRow(ctx, `SELECT lease_owner FROM dsh_sessions WHERE id = $1 FOR UPDATE`, b.id).Scan(&owner)
-		if err != nil {
-			return fmt.Errorf("pgstore: append to %s: %w", b.id, err)
-		}
-		if owner == nil || *owner != b.s.owner {
-			return fmt.Errorf("pgstore: append to %s: %w", b.id, ErrLeaseLost)
-		}
-		if err := insert(ctx, tx, b.id, recs); err != nil {
-			return fmt.Errorf("pgstore: append to %s: %w", b.id, err)
-		}
+	if len(recs) == 0 {
 		return nil
-	})
+	}
+	err := b.s.retry(func(ctx context.Context) error { return b.appendOnce(ctx, recs) })
+	switch {
+	case err == nil:
+		return nil
+	case final(err):
+		return fmt.Errorf("pgstore: append to %s: %w", b.id, err)
+	}
+	return fmt.Errorf("pgstore: append to %s: %w (tried for %s): %w", b.id, session.ErrNotStored, b.s.retryFor, err)
 }
 
 func (b *backend) Close() error { return b.s.release(b.id) }
