@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
@@ -325,7 +326,7 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		}
 		in.flag = g
 	}
-	in.guard = newGuard(p.h.wd, in.flag, sl)
+	in.guard = budget.NewGuard(p.h.wd, in.flag, sl)
 	// Registered with its guard, so that haltAll and close can stop it
 	// from now on, whoever owns it (haltOpen).
 	p.byModule.Store(mod, in)
@@ -364,10 +365,10 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 	}
 	x := in.ext
 	g := in.guard
-	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
-	defer g.disarm()
+	callCtx := g.Arm(ctx, timeout, in.p.limits.WallTimeout)
+	defer g.Disarm()
 	if why := in.p.halted.Load(); why != nil {
-		g.halt(*why)
+		g.Halt(*why)
 	}
 	cs.ctx, cs.export, cs.guard = ctx, export, g
 	in.cur = cs
@@ -397,7 +398,7 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 		if x.abortErr != nil {
 			return fail(x.abortErr)
 		}
-		return fail(g.why(err))
+		return fail(g.Why(err))
 	}
 	if rc := int32(in.stack[0]); rc != 0 {
 		msg := fmt.Sprintf("%s returned %d", export, rc)

@@ -44,7 +44,7 @@ func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 			x.abort.Set(1)
 			return
 		}
-		if why := cs.guard.stopped(); why != nil {
+		if why := cs.guard.Stopped(); why != nil {
 			x.abortErr = fmt.Errorf("%s: the call was stopped: %w", name, why)
 			x.abort.Set(1)
 			return

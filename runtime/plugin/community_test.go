@@ -402,6 +402,7 @@ func TestCommunityInstancesClose(t *testing.T) {
 		t.Fatalf("after unload: %d modules", modules())
 	}
 }
+
 // The Extism kernel's memory is capped at a quarter of the plugin's
 // memory grant (docs/SECURITY.md, community ABIs): its memory's maximum
 // is that share, and an input past it fails the call with the reason,

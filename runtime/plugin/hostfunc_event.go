@@ -125,7 +125,7 @@ func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Sta
 		if errors.Is(err, ErrDeadlock) {
 			return nil, hostfns.ErrDenied, err.Error()
 		}
-		if cs.guard.stopped() != nil {
+		if cs.guard.Stopped() != nil {
 			return nil, hostfns.ErrCanceled, err.Error()
 		}
 		return nil, hostfns.ErrInternal, err.Error()

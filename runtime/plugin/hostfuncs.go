@@ -114,7 +114,7 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 		in.pending = nil // a payload not taken is gone at the next host call
 		inPtr, inLen := uint32(stack[0]), uint32(stack[1])
 		outPtr, outCap := uint32(stack[2]), uint32(stack[3])
-		if err := cs.guard.stopped(); err != nil {
+		if err := cs.guard.Stopped(); err != nil {
 			stack[0] = in.deliver(hostfns.ErrCanceled, []byte(f.Name+": the call was stopped: "+err.Error()), outPtr, outCap)
 			return
 		}
@@ -287,13 +287,13 @@ func decode(req []byte, v any) (hostfns.Status, string) {
 // stopped. Pair it with endBoundedWait.
 func (cs *callState) boundedWait() context.Context {
 	if !cs.init && !cs.setup {
-		cs.guard.beginWait()
+		cs.guard.BeginWait()
 	}
-	return cs.guard.hostCtx()
+	return cs.guard.HostCtx()
 }
 
 func (cs *callState) endBoundedWait() {
 	if !cs.init && !cs.setup {
-		cs.guard.endWait()
+		cs.guard.EndWait()
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -54,8 +55,8 @@ type instance struct {
 	scratch []byte
 
 	ctxJSON atomic.Pointer[ctxCache]
-	sleep   *sleeper
-	guard   *guard // watches each call's budget; re-armed per call
+	sleep   *budget.Sleeper
+	guard   *budget.Guard // watches each call's budget; re-armed per call
 
 	ext *extismState // an Extism plugin's kernel and state; nil for dsh
 
@@ -84,7 +85,7 @@ func (in *instance) leaveMem() {
 // callState is what host functions know about the call in progress.
 type callState struct {
 	ctx    context.Context // the caller's context, carrying the agent
-	guard  *guard
+	guard  *budget.Guard
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
@@ -146,16 +147,16 @@ func (p *Plugin) envList() []string {
 // moduleConfig is an instance's module config: WASI with the real
 // clocks, a sleep the budget can wake, stdio to the log, the granted
 // environment and the fs jail.
-func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
+func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wazero.ModuleConfig, *lineLogger, *budget.Sleeper, *fsjail.Jail, error) {
 	lw := newLineLogger(p)
-	sl := &sleeper{}
+	sl := &budget.Sleeper{}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
 		WithArgs(p.name).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithNanosleep(sl.sleep).
+		WithNanosleep(sl.Sleep).
 		WithRandSource(rand.Reader).
 		WithStdout(lw).
 		WithStderr(lw)
@@ -251,7 +252,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		}
 		in.flag = g
 	}
-	in.guard = newGuard(p.h.wd, in.flag, sl)
+	in.guard = budget.NewGuard(p.h.wd, in.flag, sl)
 	// Registered with its guard, so that haltAll and close can stop it
 	// from now on, whoever owns it (haltOpen).
 	p.byModule.Store(mod, in)
@@ -336,16 +337,16 @@ func (in *instance) initialise(ctx context.Context) error {
 			continue
 		}
 		in.enterMem()
-		callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
+		callCtx := in.guard.Arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
 		if why := p.halted.Load(); why != nil {
-			in.guard.halt(*why)
+			in.guard.Halt(*why)
 		}
 		_, err := f.Call(callCtx)
-		in.guard.disarm()
+		in.guard.Disarm()
 		in.leaveMem()
 		if err != nil {
 			in.close(errDiscarded)
-			return &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
+			return &CallError{Plugin: p.name, Export: name, Err: in.guard.Why(err)}
 		}
 	}
 	return nil
@@ -354,11 +355,11 @@ func (in *instance) initialise(ctx context.Context) error {
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
 	in.enterMem()
-	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout, in.p.limits.WallTimeout))
-	in.guard.disarm()
+	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.Arm(ctx, in.p.limits.InitTimeout, in.p.limits.WallTimeout))
+	in.guard.Disarm()
 	in.leaveMem()
 	if err != nil {
-		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.why(err)}
+		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.Why(err)}
 	}
 	if v := int32(r[0]); v != hostfns.ABIVersion {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion,
@@ -388,7 +389,7 @@ func (in *instance) closeBy(why error, deadline time.Time) bool {
 	in.closed.Store(true)
 	in.closeOnce.Do(func() { close(in.closing) })
 	if in.guard != nil {
-		in.guard.halt(why)
+		in.guard.Halt(why)
 	}
 	select {
 	case in.sem <- struct{}{}:
@@ -426,7 +427,7 @@ func (in *instance) finalize() {
 		in.jail.Close()
 	}
 	if in.guard != nil {
-		in.guard.release()
+		in.guard.Release()
 	}
 	close(in.done)
 }
@@ -467,10 +468,10 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
 	}
 	g := in.guard
-	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
-	defer g.disarm()
+	callCtx := g.Arm(ctx, timeout, in.p.limits.WallTimeout)
+	defer g.Disarm()
 	if why := in.p.halted.Load(); why != nil {
-		g.halt(*why) // the plugin is going: this call stops at once
+		g.Halt(*why) // the plugin is going: this call stops at once
 	}
 	cs.ctx = ctx
 	cs.export = export
@@ -493,7 +494,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	if size > 0 {
 		in.stack[0] = uint64(uint32(size))
 		if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
-			return fail(g.why(err))
+			return fail(g.Why(err))
 		}
 		ptr = uint32(in.stack[0])
 		if ptr == 0 || !in.writeFrame(ptr, parts) {
@@ -502,7 +503,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	}
 	in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
 	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-		return fail(g.why(err))
+		return fail(g.Why(err))
 	}
 	optr, n := hostfns.UnpackPtr(in.stack[0])
 	if n == 0 {
@@ -537,7 +538,7 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 // functions whose work can call back into plugins (event_emit): a call
 // back into this instance is then refused as reentrant.
 func (cs *callState) activeCtx(in *instance) context.Context {
-	return context.WithValue(cs.guard.hostCtx(), activeKey{}, &activeSet{inst: in, root: cs.rootCall(), next: activeOf(cs.ctx)})
+	return context.WithValue(cs.guard.HostCtx(), activeKey{}, &activeSet{inst: in, root: cs.rootCall(), next: activeOf(cs.ctx)})
 }
 
 func activeOf(ctx context.Context) *activeSet {

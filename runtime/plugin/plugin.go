@@ -515,7 +515,7 @@ func (p *Plugin) haltAll(why error) {
 // set as its first call starts.
 func (p *Plugin) haltOpen(why error) {
 	p.byModule.Range(func(_, v any) bool {
-		v.(*instance).guard.halt(why)
+		v.(*instance).guard.Halt(why)
 		return true
 	})
 }
@@ -648,7 +648,7 @@ func (p *Plugin) haltAgent(agentID string) {
 		return
 	}
 	if in := s.ready2(); in != nil {
-		in.guard.halt(errAgentEnd)
+		in.guard.Halt(errAgentEnd)
 	}
 	if s.facts != nil && s.facts.Session != "" {
 		p.endExecScope(s.facts.Session)
@@ -664,7 +664,7 @@ func (p *Plugin) endAgent(agentID string, deadline time.Time) {
 	p.mu.Unlock()
 	if s != nil {
 		if in := s.ready2(); in != nil {
-			in.guard.halt(errAgentEnd)
+			in.guard.Halt(errAgentEnd)
 		}
 	}
 	scope := "agent:" + agentID
