@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	extism "github.com/extism/go-sdk"
-	"github.com/tetratelabs/wazero"
 )
 
 // BenchmarkCommunityToolCall compares, in one run, a 1 KiB echo through
@@ -111,7 +110,7 @@ func goSDKCommunity(b *testing.B, path string) *extism.Plugin {
 		Memory: &extism.ManifestMemory{MaxPages: DefaultMemoryPages},
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true,
-		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(sharedCache(b).c)}, fns)
+		RuntimeConfig: sharedCache(b).m.RuntimeConfig(false)}, fns)
 	if err != nil {
 		b.Fatal(err)
 	}

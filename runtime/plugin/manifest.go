@@ -241,7 +241,7 @@ func (p *Plugin) repeats(ctx context.Context, h *history) bool {
 // lazyEligible reports whether the plugin may load from a manifest and
 // have its init recorded for one.
 func (h *Host) lazyEligible(spec Spec) bool {
-	return h.lazy && h.cache != nil && h.cache.manifests != "" && !spec.Inspect && !spec.noInterrupt &&
+	return h.lazy && h.cache.keepsManifests() && !spec.Inspect && !spec.noInterrupt &&
 		spec.checkNeeds == nil && (spec.ABI == "" || spec.ABI == ABIDsh)
 }
 
@@ -285,15 +285,22 @@ func (p *Plugin) manifestKey() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// manifestStore is where c keeps manifests.
-func (c *Cache) manifestStore() blobStore { return blobStore{dir: c.manifests} }
+// keepsManifests reports whether c has a place for manifests.
+func (c *Cache) keepsManifests() bool {
+	_, ok := c.mod().Manifests()
+	return ok
+}
 
 // readManifest returns the manifest stored under key, if there is a
 // well-formed one whose bytes are what their name says.
 func (c *Cache) readManifest(key string) (*manifest, bool) {
 	// A manifest records at most maxManifest bytes, each at most 4/3 as
 	// long in base64; anything much longer is not one of ours.
-	b, release, ok := c.manifestStore().get(key, 4*maxManifest-1)
+	store, ok := c.mod().Manifests()
+	if !ok {
+		return nil, false
+	}
+	b, release, ok := store.Get(key, 4*maxManifest-1)
 	if !ok {
 		return nil, false
 	}
@@ -330,10 +337,17 @@ func (c *Cache) writeManifest(m *manifest) {
 		c.dropManifest(m.Key) // one readManifest would refuse
 		return
 	}
-	c.manifestStore().put(m.Key, b)
+	if store, ok := c.mod().Manifests(); ok {
+		store.Put(m.Key, b)
+	}
 }
 
-func (c *Cache) dropManifest(key string) { c.manifestStore().drop(key) }
+// dropManifest removes the manifest stored under key, if any.
+func (c *Cache) dropManifest(key string) {
+	if store, ok := c.mod().Manifests(); ok {
+		store.Drop(key)
+	}
+}
 
 // recordedManifest is the manifest of the init rec recorded, or nil with
 // the reason it cannot be replayed.

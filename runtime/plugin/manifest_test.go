@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/modcache"
 )
 
 // lazyHost is a host with LazyCompile whose manifests live in dir: the
@@ -28,7 +29,7 @@ import (
 func lazyHost(t *testing.T, dir string) *Host {
 	t.Helper()
 	shared := sharedCache(t)
-	c := &Cache{c: shared.c, dir: shared.dir, manifests: dir}
+	c := &Cache{m: shared.m.WithManifests(dir)}
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: c, Logger: slog.New(slog.DiscardHandler), LazyCompile: true})
 	if err != nil {
 		t.Fatal(err)
@@ -83,11 +84,11 @@ func loadTaken(t *testing.T, dir string, spec Spec, taken string) (*Host, *Plugi
 
 func manifestsIn(t *testing.T, dir string) []manifest {
 	t.Helper()
-	store := blobStore{dir: dir}
-	refs, _ := filepath.Glob(store.refPath("*"))
+	store := modcache.Store{Dir: dir}
+	refs, _ := filepath.Glob(store.RefPath("*"))
 	var ms []manifest
 	for _, ref := range refs {
-		b, release, ok := store.get(filepath.Base(ref), 4*maxManifest)
+		b, release, ok := store.Get(filepath.Base(ref), 4*maxManifest)
 		if !ok {
 			t.Fatalf("%s: no valid entry", ref)
 		}
@@ -973,17 +974,17 @@ func overwriteManifest(t *testing.T, dir string, m manifest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobStore{dir: dir}.put(m.Key, b)
+	modcache.Store{Dir: dir}.Put(m.Key, b)
 }
 
 // A manifest file past the bounds is neither used nor written.
 func TestManifestFileBounds(t *testing.T) {
 	dir, _, m, _ := recordOne(t)
-	c := &Cache{manifests: dir}
+	c := &Cache{m: (*modcache.Cache)(nil).WithManifests(dir)}
 	if _, ok := c.readManifest(m.Key); !ok {
 		t.Fatal("the recorded manifest does not read back")
 	}
-	path := blobStore{dir: dir}.refPath(m.Key)
+	path := modcache.Store{Dir: dir}.RefPath(m.Key)
 	many := m
 	for range maxEvents + 1 {
 		many.Events = append(many.Events, recordedEvent{Event: "custom/ping", Payload: []byte("{}")})
@@ -1017,7 +1018,7 @@ func TestModuleThatIsNotItsManifestsIsNotRetried(t *testing.T) {
 	dir, spec, m, _ := recordOne(t)
 	m.Exports = append(m.Exports, "dsh_extra")
 	overwriteManifest(t, dir, m)
-	path := blobStore{dir: dir}.refPath(m.Key)
+	path := modcache.Store{Dir: dir}.RefPath(m.Key)
 	h, p := loadAgain(t, dir, spec)
 	_, err1 := h.CallTool(bg, agent("a", "m"), "counter", nil)
 	if !errors.Is(err1, ErrABI) {
@@ -1156,7 +1157,7 @@ func (l listedSubagents) Run(context.Context, prompt.AgentFacts, hostfns.Subagen
 func lazySubagentHost(t *testing.T, dir string, subs Subagents) *Host {
 	t.Helper()
 	shared := sharedCache(t)
-	c := &Cache{c: shared.c, dir: shared.dir, manifests: dir}
+	c := &Cache{m: shared.m.WithManifests(dir)}
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: c, Logger: slog.New(slog.DiscardHandler),
 		LazyCompile: true, Subagents: subs})
 	if err != nil {

@@ -179,7 +179,7 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 	var b []byte // the module to compile
 	if p.spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, release, err := h.cache.instrumentSource(src.digest, src.bytes); err == nil {
+	} else if ib, release, err := h.cache.mod().InstrumentSource(src.digest, src.bytes); err == nil {
 		// wazero copies what it keeps of the module: the bytes are not
 		// needed past CompileModule.
 		defer release()
@@ -194,7 +194,7 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	rcfg := h.cache.runtimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
+	rcfg := h.cache.mod().RuntimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rcfg)
 	defer func() {
 		if err != nil {
