@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -66,19 +67,19 @@ type instance struct {
 	// memg is the memory when it lives outside the Go heap: guest code may
 	// run only between enterMem and leaveMem. fromImage: the instance
 	// started from an image instead of running its initialiser.
-	memg      memGuard
+	memg      image.MemGuard
 	fromImage bool
 }
 
 func (in *instance) enterMem() {
 	if in.memg != nil {
-		in.memg.enter()
+		in.memg.Enter()
 	}
 }
 
 func (in *instance) leaveMem() {
 	if in.memg != nil {
-		in.memg.leave()
+		in.memg.Leave()
 	}
 }
 
@@ -208,8 +209,8 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	// Go heap. A fresh instance of a module with a large memory gets a
 	// zeroed mapping from the same allocator (mapFresh); others keep
 	// wazero's own memory.
-	var alloc allocation
-	var img *image
+	var alloc image.Allocation
+	var img *image.Image
 	env := ""
 	ictx := ctx
 	var hist *history
@@ -224,12 +225,12 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 			img = p.imageFor(env)
 		}
 		if img != nil || p.mapFresh {
-			ictx = instantiateContext(ctx, img, &alloc)
+			ictx = image.InstantiateContext(ctx, img, &alloc)
 		}
 	}
 	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
 	if img != nil {
-		img.mem.release() // mapped (or not) by now
+		img.Release() // mapped (or not) by now
 	}
 	if err != nil {
 		lw.Close()
@@ -239,7 +240,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard,
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.Guard,
 		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
 		in.agentID = facts.ID
@@ -260,8 +261,8 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
-	if alloc.imaged {
-		if err := img.restore(mod, p.snapGlobals); err != nil {
+	if alloc.Imaged {
+		if err := img.Restore(mod, p.snapGlobals); err != nil {
 			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("from image: %w", err)}
 		}
@@ -271,7 +272,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 			return nil, err
 		}
 		if p.snapshots && !bare {
-			p.capture(mod, env, alloc.guard)
+			p.capture(mod, env, alloc.Guard)
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
@@ -302,7 +303,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		p.dropHistory()
 		return p.newInstance(ctx, loadTime, facts)
 	}
-	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
+	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.SetupDone()) {
 		return in, nil
 	}
 	cs := &callState{setup: true, facts: facts}
@@ -317,7 +318,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	if !cs.scoped {
 		// A setup that asked the host nothing about the agent ends in the
 		// same state for every agent: later instances can skip it too.
-		p.captureSetup(mod, env, alloc.guard)
+		p.captureSetup(mod, env, alloc.Guard)
 	}
 	return in, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -47,7 +48,7 @@ type Plugin struct {
 	// snapshots: images are captured and used (prepared, and not opted out).
 	prepared, snapshots bool
 	snapGlobals         []string
-	images              imageSet
+	images              image.Set
 	// mapFresh: instances that start fresh (no image yet) get their memory
 	// from the image allocator too, reserved at its maximum, so that the
 	// initialiser's growth copies nothing (see instantiateContext).
@@ -234,7 +235,7 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 		// A module that starts with a memory big enough for an image grows
 		// it in small steps as it runs (a Go guest from its initial 3 MiB),
 		// and on the Go heap each step copies the whole memory.
-		p.mapFresh = p.module.ExportedMemories()["memory"].Min() >= minImageBytes/pageSize
+		p.mapFresh = p.module.ExportedMemories()["memory"].Min() >= image.MinBytes/image.PageSize
 	}
 	return nil
 }
@@ -608,7 +609,7 @@ func (p *Plugin) releaseRuntime() {
 			p.log.Warn("close runtime", "err", err)
 		}
 	}
-	p.closeImages()
+	p.images.Close()
 }
 
 // ready2 returns the slot's instance if it is ready, without waiting.
