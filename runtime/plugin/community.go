@@ -68,7 +68,26 @@ func (p *Plugin) ABI() string {
 	return p.abi
 }
 
-func (p *Plugin) isExtism() bool { return p.abi != "" && p.abi != ABIDsh }
+// extismABI is the community ABIs (hyper-mcp v1 and v2, mcp.run) on the
+// Extism kernel: instances always start fresh, init lists the tools, a
+// tool call goes through the kernel.
+type extismABI struct{}
+
+func (extismABI) prepare(ctx context.Context, p *Plugin, wasm []byte) (map[string]bool, error) {
+	return p.prepareExtism(ctx, wasm)
+}
+
+func (extismABI) instantiate(ctx context.Context, p *Plugin, loadTime bool, facts *prompt.AgentFacts, _ time.Duration, _ bool) (*instance, error) {
+	return p.newExtismInstance(ctx, loadTime, facts)
+}
+
+func (extismABI) init(ctx context.Context, p *Plugin, tx *prompt.Tx, in *instance) error {
+	return p.extismInit(ctx, tx, in)
+}
+
+func (extismABI) callTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
+	return in.p.callExtismTool(ctx, in, facts, name, args)
+}
 
 // detectABI decides the module's ABI from the spec or, when the spec names
 // none, from its imports and exports.
@@ -139,17 +158,17 @@ func exportList(m map[string]api.FunctionDefinition) string {
 // that names the import rather than an instantiation failure. wasm is the
 // module's bytes: a module may import only functions, and wazero lists no
 // imported globals or tables, so every import is read from them.
-func (p *Plugin) checkExtismModule(wasm []byte) error {
+func (p *Plugin) checkExtismModule(wasm []byte) (map[string]bool, error) {
 	imps, err := interrupt.Imports(wasm)
 	if err != nil {
-		return fmt.Errorf("%w: read the import section: %w", ErrABI, err)
+		return nil, fmt.Errorf("%w: read the import section: %w", ErrABI, err)
 	}
 	for _, imp := range imps {
 		if imp.Kind != "func" {
 			// The kernel's memory and globals (its heap, input and output
 			// offsets) are the host's: a guest that linked them could move
 			// or forge what the host reads back.
-			return fmt.Errorf("%w: module imports %s::%s, a %s; an Extism plugin may import only functions (the Extism kernel's, hyper-mcp's and WASI's), never a memory, global, table or tag",
+			return nil, fmt.Errorf("%w: module imports %s::%s, a %s; an Extism plugin may import only functions (the Extism kernel's, hyper-mcp's and WASI's), never a memory, global, table or tag",
 				ErrABI, imp.Module, imp.Name, imp.Kind)
 		}
 	}
@@ -161,23 +180,23 @@ func (p *Plugin) checkExtismModule(wasm []byte) error {
 			continue
 		case extismEnv:
 			if !slices.Contains(kernelEnvFuncs, name) {
-				return fmt.Errorf("%w: module imports %s::%s, which the Extism kernel does not define", ErrABI, mod, name)
+				return nil, fmt.Errorf("%w: module imports %s::%s, which the Extism kernel does not define", ErrABI, mod, name)
 			}
 		case extismUser:
 			if !slices.Contains(hyperMCPUserFuncs, name) {
-				return fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(hyperMCPUserFuncs, ", "))
+				return nil, fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(hyperMCPUserFuncs, ", "))
 			}
 		default:
-			return fmt.Errorf("%w: module imports %s::%s, which this host does not provide to an Extism plugin", ErrABI, mod, name)
+			return nil, fmt.Errorf("%w: module imports %s::%s, which this host does not provide to an Extism plugin", ErrABI, mod, name)
 		}
 		k := kexp[name]
 		if !slices.Equal(k.ParamTypes(), imp.ParamTypes()) || !slices.Equal(k.ResultTypes(), imp.ResultTypes()) {
-			return fmt.Errorf("%w: module imports %s::%s as %v -> %v; the host defines it as %v -> %v", ErrABI, mod, name,
+			return nil, fmt.Errorf("%w: module imports %s::%s as %v -> %v; the host defines it as %v -> %v", ErrABI, mod, name,
 				typeNames(imp.ParamTypes()), typeNames(imp.ResultTypes()), typeNames(k.ParamTypes()), typeNames(k.ResultTypes()))
 		}
 	}
 	exports := p.module.ExportedFunctions()
-	p.exports = map[string]bool{}
+	found := map[string]bool{}
 	var need []string
 	if p.abi == ABIHyperMCPv2 {
 		need = []string{"list_tools", "call_tool"}
@@ -194,23 +213,23 @@ func (p *Plugin) checkExtismModule(wasm []byte) error {
 			want = nil
 		}
 		if len(d.ParamTypes()) != 0 || !slices.Equal(d.ResultTypes(), want) {
-			return fmt.Errorf("%w: export %s has signature %v -> %v, want () -> %v", ErrABI, n,
+			return nil, fmt.Errorf("%w: export %s has signature %v -> %v, want () -> %v", ErrABI, n,
 				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(want))
 		}
-		p.exports[n] = true
+		found[n] = true
 	}
-	if _, ok := exports["_start"]; ok && !p.exports[hostfns.ExportInitialize] {
-		return fmt.Errorf("%w: the module is a command (it exports _start, not _initialize); build it as a library: -buildmode=c-shared for Go, a cdylib for Rust, -mexec-model=reactor for C", ErrABI)
+	if _, ok := exports["_start"]; ok && !found[hostfns.ExportInitialize] {
+		return nil, fmt.Errorf("%w: the module is a command (it exports _start, not _initialize); build it as a library: -buildmode=c-shared for Go, a cdylib for Rust, -mexec-model=reactor for C", ErrABI)
 	}
-	return nil
+	return found, nil
 }
 
 // prepareExtism compiles the kernel and provides its Go functions in the
 // plugin's runtime; wasm is the module as compiled.
-func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) error {
+func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]bool, error) {
 	cfg, err := extismConfig(p.config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p.extConfig = cfg
 	// The kernel holds the input, output and the blocks the guest
@@ -218,18 +237,18 @@ func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) error {
 	// and kernel together stay within 1.25 times the grant.
 	pages := max(p.limits.MemoryPages/4, 2)
 	if p.kernel, err = p.rt.CompileModule(ctx, kernelModule(pages)); err != nil {
-		return fmt.Errorf("compile the Extism kernel: %w", err)
+		return nil, fmt.Errorf("compile the Extism kernel: %w", err)
 	}
 	b := p.rt.NewHostModuleBuilder(extismGoModule)
 	for _, g := range kernelGoFuncs {
 		impl := extismImpls[g.name]
 		if impl == nil {
-			return fmt.Errorf("extism host function %s has no implementation", g.name)
+			return nil, fmt.Errorf("extism host function %s has no implementation", g.name)
 		}
 		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.name, impl), g.params, g.results).Export(g.name)
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
-		return fmt.Errorf("instantiate %s: %w", extismGoModule, err)
+		return nil, fmt.Errorf("instantiate %s: %w", extismGoModule, err)
 	}
 	return p.checkExtismModule(wasm)
 }
@@ -255,6 +274,12 @@ func extismConfig(cfg []byte) (map[string]string, error) {
 		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, maxExtismConfigBytes)
 	}
 	return out, nil
+}
+
+// extismOf is the Extism state of instance in, or nil.
+func extismOf(in *instance) *extismState {
+	x, _ := in.state.(*extismState)
+	return x
 }
 
 // extismState is what an Extism instance keeps besides its guest.
@@ -313,7 +338,7 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, ext: ext,
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, linked: []api.Module{kmod}, state: ext,
 		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if facts != nil {
 		in.agentID = facts.ID
@@ -363,7 +388,7 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 	if in.closed.Load() {
 		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
-	x := in.ext
+	x := extismOf(in)
 	g := in.guard
 	callCtx := g.Arm(ctx, timeout, in.p.limits.WallTimeout)
 	defer g.Disarm()
@@ -545,7 +570,7 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
-	x := in.ext
+	x := extismOf(in)
 	// The arguments are spliced into the input as they are, so they must
 	// be one JSON object; jsonobj checks that without reflection.
 	x.mu.Lock()

@@ -32,11 +32,14 @@ type extismImpl func(in *instance, x *extismState, cs *callState, stack []uint64
 func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := p.instanceOf(mod)
-		if in == nil || in.ext == nil {
+		var x *extismState
+		if in != nil {
+			x = extismOf(in)
+		}
+		if x == nil {
 			clear(stack)
 			return
 		}
-		x := in.ext
 		cs := in.cur
 		if cs == nil {
 			// From _initialize: nothing of the host is available yet.

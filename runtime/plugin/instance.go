@@ -59,7 +59,11 @@ type instance struct {
 	sleep   *budget.Sleeper
 	guard   *budget.Guard // watches each call's budget; re-armed per call
 
-	ext *extismState // an Extism plugin's kernel and state; nil for dsh
+	// linked are the modules the ABI instantiated beside the guest for
+	// it alone (an Extism plugin's kernel), closed with it; state is the
+	// ABI's own state of the instance (nil for dsh:host/v1).
+	linked []api.Module
+	state  any
 
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
@@ -197,9 +201,13 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	if err := p.ensureCompiled(ctx); err != nil {
 		return nil, err
 	}
-	if p.isExtism() {
-		return p.newExtismInstance(ctx, loadTime, facts)
-	}
+	return p.kind().instantiate(ctx, p, loadTime, facts, shift, bare)
+}
+
+// newDshInstance makes an instance of a dsh:host/v1 plugin (see
+// newInstanceWith): from an image when there is one, set up with
+// dsh_setup or a re-run of the load-time history.
+func (p *Plugin) newDshInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts, shift time.Duration, bare bool) (*instance, error) {
 	cfg, lw, sl, jail, err := p.moduleConfig(facts, shift)
 	if err != nil {
 		return nil, err
@@ -419,9 +427,9 @@ func (in *instance) finalize() {
 	in.closeOnce.Do(func() { close(in.closing) })
 	in.p.byModule.Delete(in.mod)
 	in.mod.Close(context.Background())
-	if in.ext != nil {
-		in.p.byModule.Delete(in.ext.kernel)
-		in.ext.kernel.Close(context.Background())
+	for _, m := range in.linked {
+		in.p.byModule.Delete(m)
+		m.Close(context.Background())
 	}
 	in.logw.Close()
 	if in.jail != nil {
