@@ -6,6 +6,13 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Wasm value types, short, for signatures.
+const (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
 )
 
 // abi is what the lifecycle asks of a plugin's ABI, so that loading,

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
@@ -179,12 +180,12 @@ func (p *Plugin) checkExtismModule(wasm []byte) (map[string]bool, error) {
 		case wasi_snapshot_preview1.ModuleName:
 			continue
 		case extismEnv:
-			if !slices.Contains(kernelEnvFuncs, name) {
+			if !slices.Contains(extism.EnvFuncs, name) {
 				return nil, fmt.Errorf("%w: module imports %s::%s, which the Extism kernel does not define", ErrABI, mod, name)
 			}
 		case extismUser:
-			if !slices.Contains(hyperMCPUserFuncs, name) {
-				return nil, fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(hyperMCPUserFuncs, ", "))
+			if !slices.Contains(extism.UserFuncs, name) {
+				return nil, fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(extism.UserFuncs, ", "))
 			}
 		default:
 			return nil, fmt.Errorf("%w: module imports %s::%s, which this host does not provide to an Extism plugin", ErrABI, mod, name)
@@ -236,19 +237,19 @@ func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]boo
 	// allocates; it gets a quarter of the plugin's memory cap, so guest
 	// and kernel together stay within 1.25 times the grant.
 	pages := max(p.limits.MemoryPages/4, 2)
-	if p.kernel, err = p.rt.CompileModule(ctx, kernelModule(pages)); err != nil {
+	if p.kernel, err = p.rt.CompileModule(ctx, extism.Module(pages)); err != nil {
 		return nil, fmt.Errorf("compile the Extism kernel: %w", err)
 	}
-	b := p.rt.NewHostModuleBuilder(extismGoModule)
-	for _, g := range kernelGoFuncs {
-		impl := extismImpls[g.name]
+	b := p.rt.NewHostModuleBuilder(extism.GoModule)
+	for _, g := range extism.GoFuncs {
+		impl := extismImpls[g.Name]
 		if impl == nil {
-			return nil, fmt.Errorf("extism host function %s has no implementation", g.name)
+			return nil, fmt.Errorf("extism host function %s has no implementation", g.Name)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.name, impl), g.params, g.results).Export(g.name)
+		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.Name, impl), g.Params, g.Results).Export(g.Name)
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
-		return nil, fmt.Errorf("instantiate %s: %w", extismGoModule, err)
+		return nil, fmt.Errorf("instantiate %s: %w", extism.GoModule, err)
 	}
 	return p.checkExtismModule(wasm)
 }
@@ -333,8 +334,8 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
 	ext := &extismState{kernel: kmod, kmem: kmod.Memory(), vars: map[string][]byte{}}
-	for name, g := range map[string]*api.MutableGlobal{kgHeap: &ext.heap, kgInOff: &ext.inOff, kgInLen: &ext.inLen,
-		kgOutOff: &ext.outOff, kgOutLen: &ext.outLen, kgErr: &ext.errOff, kgAbort: &ext.abort} {
+	for name, g := range map[string]*api.MutableGlobal{extism.GlobalHeap: &ext.heap, extism.GlobalInOff: &ext.inOff, extism.GlobalInLen: &ext.inLen,
+		extism.GlobalOutOff: &ext.outOff, extism.GlobalOutLen: &ext.outLen, extism.GlobalErr: &ext.errOff, extism.GlobalAbort: &ext.abort} {
 		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
 	}
 	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
@@ -404,7 +405,7 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	// Reset the kernel: every block of the last call is gone.
-	x.heap.Set(kernelBase)
+	x.heap.Set(extism.Base)
 	x.outOff.Set(0)
 	x.outLen.Set(0)
 	x.errOff.Set(0)
@@ -455,7 +456,7 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 // the guest runs again.
 func (x *extismState) readBlock(off uint64) ([]byte, error) {
 	heap := x.heap.Get()
-	if off < kernelBase+8 || off >= heap {
+	if off < extism.Base+8 || off >= heap {
 		return nil, fmt.Errorf("offset %#x is not an allocated block", off)
 	}
 	hdr, ok := x.kmem.Read(uint32(off-8), 8)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	kernel "github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 	extism "github.com/extism/go-sdk"
 )
 
@@ -93,15 +94,15 @@ func goSDKCommunity(b *testing.B, path string) *extism.Plugin {
 	b.Helper()
 	ctx := context.Background()
 	var fns []extism.HostFunction
-	for _, g := range kernelGoFuncs {
-		if !containsString(hyperMCPUserFuncs, g.name) {
+	for _, g := range kernel.GoFuncs {
+		if !containsString(kernel.UserFuncs, g.Name) {
 			continue
 		}
-		params := make([]extism.ValueType, len(g.params))
-		copy(params, g.params)
-		results := make([]extism.ValueType, len(g.results))
-		copy(results, g.results)
-		fns = append(fns, extism.NewHostFunctionWithStack(g.name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		params := make([]extism.ValueType, len(g.Params))
+		copy(params, g.Params)
+		results := make([]extism.ValueType, len(g.Results))
+		copy(results, g.Results)
+		fns = append(fns, extism.NewHostFunctionWithStack(g.Name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 			clear(stack)
 		}, params, results))
 	}
