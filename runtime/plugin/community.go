@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -372,84 +371,61 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 // failed set); a trap, a budget kill, a host function that failed the call
 // or bad output discards the instance and comes back as err.
 func (in *instance) invokeExtism(ctx context.Context, cs *callState, export string, timeout time.Duration, input []byte) (out []byte, errMsg string, failed bool, err error) {
-	if isActive(ctx, in) {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
-	}
-	fn := in.fns[export]
-	if fn == nil {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
-	}
-	if a := activeOf(ctx); a != nil {
-		cs.root = a.root
-	}
-	if err := in.acquire(ctx, cs.rootCall()); err != nil {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
-	}
-	defer in.release()
-	if in.closed.Load() {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
-	}
-	x := extismOf(in)
-	g := in.guard
-	callCtx := g.Arm(ctx, timeout, in.p.limits.WallTimeout)
-	defer g.Disarm()
-	if why := in.p.halted.Load(); why != nil {
-		g.Halt(*why)
-	}
-	cs.ctx, cs.export, cs.guard = ctx, export, g
-	in.cur = cs
-	x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
-	defer func() { in.cur = nil }()
-	fail := func(err error) ([]byte, string, bool, error) {
-		in.closed.Store(true) // finalised by release, when the call lets go
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
-	}
-	// Reset the kernel: every block of the last call is gone.
-	x.heap.Set(extism.Base)
-	x.outOff.Set(0)
-	x.outLen.Set(0)
-	x.errOff.Set(0)
-	x.abort.Set(0)
-	x.inOff.Set(0)
-	x.inLen.Set(0)
-	if len(input) > 0 {
-		off, err := x.writeBlock(input)
-		if err != nil {
-			return fail(fmt.Errorf("input: %w", err))
-		}
-		x.inOff.Set(off)
-		x.inLen.Set(uint64(len(input)))
-	}
-	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-		if x.abortErr != nil {
-			return fail(x.abortErr)
-		}
-		return fail(g.Why(err))
-	}
-	if rc := int32(in.stack[0]); rc != 0 {
-		msg := fmt.Sprintf("%s returned %d", export, rc)
-		if off := x.errOff.Get(); off != 0 {
-			b, err := x.readBlock(off)
+	err = in.call(ctx, cs, export, timeout, nil, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
+		x := extismOf(in)
+		x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
+		// Reset the kernel: every block of the last call is gone.
+		x.heap.Set(extism.Base)
+		x.outOff.Set(0)
+		x.outLen.Set(0)
+		x.errOff.Set(0)
+		x.abort.Set(0)
+		x.inOff.Set(0)
+		x.inLen.Set(0)
+		if len(input) > 0 {
+			off, err := x.writeBlock(input)
 			if err != nil {
-				return fail(fmt.Errorf("%w: error_set: %w", ErrBadOutput, err))
+				return fail(fmt.Errorf("input: %w", err))
 			}
-			msg = strings.ToValidUTF8(string(b), "\uFFFD")
+			x.inOff.Set(off)
+			x.inLen.Set(uint64(len(input)))
 		}
-		return nil, msg, true, nil
+		if err := fn.CallWithStack(callCtx, in.stack); err != nil {
+			if x.abortErr != nil {
+				return fail(x.abortErr)
+			}
+			return fail(in.guard.Why(err))
+		}
+		if rc := int32(in.stack[0]); rc != 0 {
+			errMsg, failed = fmt.Sprintf("%s returned %d", export, rc), true
+			if off := x.errOff.Get(); off != 0 {
+				b, err := x.readBlock(off)
+				if err != nil {
+					return fail(fmt.Errorf("%w: error_set: %w", ErrBadOutput, err))
+				}
+				errMsg = strings.ToValidUTF8(string(b), "\uFFFD")
+			}
+			return nil
+		}
+		n := x.outLen.Get()
+		if n == 0 {
+			return nil
+		}
+		if n > hostfns.MaxOutputBytes {
+			return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
+		}
+		off := x.outOff.Get()
+		b, ok := x.kmem.Read(uint32(off), uint32(n))
+		if !ok || off > 1<<32 {
+			return fail(fmt.Errorf("%w: output at %#x+%d is outside the kernel's memory (%d bytes)", ErrBadOutput, off, n, x.kmem.Size()))
+		}
+		out = append([]byte(nil), b...)
+		return nil
+	})
+	if err != nil {
+		return nil, "", false, err
 	}
-	n := x.outLen.Get()
-	if n == 0 {
-		return nil, "", false, nil
-	}
-	if n > hostfns.MaxOutputBytes {
-		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
-	}
-	off := x.outOff.Get()
-	b, ok := x.kmem.Read(uint32(off), uint32(n))
-	if !ok || off > 1<<32 {
-		return fail(fmt.Errorf("%w: output at %#x+%d is outside the kernel's memory (%d bytes)", ErrBadOutput, off, n, x.kmem.Size()))
-	}
-	return append([]byte(nil), b...), "", false, nil
+	return out, errMsg, failed, nil
 }
 
 // readBlock returns the block at off: a view of kernel memory, valid until

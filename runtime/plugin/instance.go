@@ -445,36 +445,41 @@ func (in *instance) finalize() {
 // call) while this call waited for it; CallTool retries on a fresh one.
 var errInstanceClosed = errors.New("instance closed")
 
-// invoke calls export with the input frame made of parts joined by NUL,
-// under a compute budget of timeout. A guest failure (trap, budget, bad
-// output) discards the instance and is returned as a *CallError; the
-// export's own status comes back as st.
-func (in *instance) invoke(ctx context.Context, cs *callState, export string, timeout time.Duration, parts ...[]byte) (st hostfns.OutStatus, out []byte, err error) {
+// call is one guest call of export in the instance, for every ABI: it
+// refuses a reentrant call, waits for the instance (the wait-for graph),
+// refuses a discarded instance or an ended context, arms the compute
+// budget of timeout and makes cs the call in progress; run then does the
+// ABI's part with the context to call the guest under. A guest failure
+// goes through fail, which discards the instance and wraps the cause in a
+// *CallError. held, if not nil, sees the call's outcome while the
+// instance is still held.
+func (in *instance) call(ctx context.Context, cs *callState, export string, timeout time.Duration, held func(error),
+	run func(callCtx context.Context, fn api.Function, fail func(error) error) error) (err error) {
 	if isActive(ctx, in) {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
+		return &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
 	}
 	fn := in.fns[export]
 	if fn == nil {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
+		return &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
 	}
 	if a := activeOf(ctx); a != nil {
 		cs.root = a.root
 	}
 	if err := in.acquire(ctx, cs.rootCall()); err != nil {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+		return &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	defer in.release()
-	if cs.held != nil {
-		defer func() { cs.held(st, out, err) }()
+	if held != nil {
+		defer func() { held(err) }()
 	}
 	if in.closed.Load() {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
+		return &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
 	// A call whose context has already ended never enters the guest: the
 	// guest checks its kill flag only every FuelPerCheck units, so a short
 	// call would otherwise run to completion. The instance stays whole.
 	if ctx.Err() != nil {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
+		return &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
 	}
 	g := in.guard
 	callCtx := g.Arm(ctx, timeout, in.p.limits.WallTimeout)
@@ -486,61 +491,79 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 	cs.export = export
 	cs.guard = g
 	in.cur = cs
-	in.pending = nil
-	defer func() { in.cur, in.pending = nil, nil }()
+	defer func() { in.cur = nil }()
 	in.enterMem()
 	defer in.leaveMem()
-
-	fail := func(err error) (hostfns.OutStatus, []byte, error) {
+	return run(callCtx, fn, func(err error) error {
 		in.closed.Store(true) // finalised by release, when the call lets go
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+		return &CallError{Plugin: in.p.name, Export: export, Err: err}
+	})
+}
+
+// invoke calls a dsh:host/v1 export with the input frame made of parts
+// joined by NUL, under a compute budget of timeout. A guest failure
+// (trap, budget, bad output) discards the instance and is returned as a
+// *CallError; the export's own status comes back as st.
+func (in *instance) invoke(ctx context.Context, cs *callState, export string, timeout time.Duration, parts ...[]byte) (st hostfns.OutStatus, out []byte, err error) {
+	var held func(error)
+	if cs.held != nil {
+		held = func(err error) { cs.held(st, out, err) }
 	}
-	size := len(parts) - 1
-	for _, b := range parts {
-		size += len(b)
-	}
-	ptr := uint32(0)
-	if size > 0 {
-		in.stack[0] = uint64(uint32(size))
-		if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
-			return fail(g.Why(err))
+	err = in.call(ctx, cs, export, timeout, held, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
+		in.pending = nil
+		defer func() { in.pending = nil }()
+		size := len(parts) - 1
+		for _, b := range parts {
+			size += len(b)
 		}
-		ptr = uint32(in.stack[0])
-		if ptr == 0 || !in.writeFrame(ptr, parts) {
-			return fail(fmt.Errorf("%w: dsh_alloc(%d) returned %#x, not %d writable bytes", ErrBadOutput, size, ptr, size))
-		}
-	}
-	in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
-	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-		return fail(g.Why(err))
-	}
-	optr, n := hostfns.UnpackPtr(in.stack[0])
-	if n == 0 {
-		return hostfns.OutOK, nil, nil
-	}
-	if n > hostfns.MaxOutputBytes {
-		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
-	}
-	if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
-		// Refused before the host copies it; the guest is whole, so its
-		// instance stays.
-		err := fmt.Errorf("%d bytes of output, %d allowed", n-1, cs.maxOut)
-		if cs.quotaErr != nil {
-			if qe := cs.quotaErr(int64(n) - 1); qe != nil {
-				err = qe
+		ptr := uint32(0)
+		if size > 0 {
+			in.stack[0] = uint64(uint32(size))
+			if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
+				return fail(in.guard.Why(err))
+			}
+			ptr = uint32(in.stack[0])
+			if ptr == 0 || !in.writeFrame(ptr, parts) {
+				return fail(fmt.Errorf("%w: dsh_alloc(%d) returned %#x, not %d writable bytes", ErrBadOutput, size, ptr, size))
 			}
 		}
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrQuota, err)}
+		in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
+		if err := fn.CallWithStack(callCtx, in.stack); err != nil {
+			return fail(in.guard.Why(err))
+		}
+		optr, n := hostfns.UnpackPtr(in.stack[0])
+		if n == 0 {
+			st = hostfns.OutOK
+			return nil
+		}
+		if n > hostfns.MaxOutputBytes {
+			return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
+		}
+		if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
+			// Refused before the host copies it; the guest is whole, so its
+			// instance stays.
+			err := fmt.Errorf("%d bytes of output, %d allowed", n-1, cs.maxOut)
+			if cs.quotaErr != nil {
+				if qe := cs.quotaErr(int64(n) - 1); qe != nil {
+					err = qe
+				}
+			}
+			return &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrQuota, err)}
+		}
+		b, ok := in.mem.Read(optr, n)
+		if !ok {
+			return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
+		}
+		if s := hostfns.OutStatus(b[0]); s > hostfns.OutNoValue {
+			return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, s))
+		}
+		st, out = hostfns.OutStatus(b[0]), append([]byte(nil), b[1:]...)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	b, ok := in.mem.Read(optr, n)
-	if !ok {
-		return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
-	}
-	st = hostfns.OutStatus(b[0])
-	if st > hostfns.OutNoValue {
-		return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, st))
-	}
-	return st, append([]byte(nil), b[1:]...), nil
+	return st, out, nil
 }
 
 // activeCtx is the call's context marked with its instance, for host
