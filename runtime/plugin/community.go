@@ -17,7 +17,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
@@ -337,27 +336,9 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		extism.GlobalOutOff: &ext.outOff, extism.GlobalOutLen: &ext.outLen, extism.GlobalErr: &ext.errOff, extism.GlobalAbort: &ext.abort} {
 		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
 	}
-	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, linked: []api.Module{kmod}, state: ext,
-		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
-	if facts != nil {
-		in.agentID = facts.ID
-	}
-	if p.interruptible {
-		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
-		if !ok {
-			in.close(errDiscarded)
-			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
-		}
-		in.flag = g
-	}
-	in.guard = budget.NewGuard(p.h.wd, in.flag, sl)
-	// Registered with its guard, so that haltAll and close can stop it
-	// from now on, whoever owns it (haltOpen).
-	p.byModule.Store(mod, in)
-	p.byModule.Store(kmod, in)
-	for name := range p.exports {
-		in.fns[name] = mod.ExportedFunction(name)
+	in, err := p.adopt(mod, loadTime, facts, lw, jail, sl, nil, []api.Module{kmod}, ext)
+	if err != nil {
+		return nil, err
 	}
 	// Community plugins always start fresh.
 	if err := in.initialise(ctx); err != nil {

@@ -247,26 +247,9 @@ func (p *Plugin) newDshInstance(ctx context.Context, loadTime bool, facts *promp
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.Guard,
-		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
-	if facts != nil {
-		in.agentID = facts.ID
-	}
-	if p.interruptible {
-		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
-		if !ok {
-			in.close(errDiscarded)
-			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
-		}
-		in.flag = g
-	}
-	in.guard = budget.NewGuard(p.h.wd, in.flag, sl)
-	// Registered with its guard, so that haltAll and close can stop it
-	// from now on, whoever owns it (haltOpen).
-	p.byModule.Store(mod, in)
-	for name := range p.exports {
-		in.fns[name] = mod.ExportedFunction(name)
+	in, err := p.adopt(mod, loadTime, facts, lw, jail, sl, alloc.Guard, nil, nil)
+	if err != nil {
+		return nil, err
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
 	if alloc.Imaged {
@@ -327,6 +310,41 @@ func (p *Plugin) newDshInstance(ctx context.Context, loadTime bool, facts *promp
 		// A setup that asked the host nothing about the agent ends in the
 		// same state for every agent: later instances can skip it too.
 		p.captureSetup(mod, env, alloc.Guard)
+	}
+	return in, nil
+}
+
+// adopt makes the instance of a module just instantiated, for every ABI:
+// it takes over the module's logger, jail and sleeper, the memory guard
+// (nil on the Go heap), the modules instantiated beside it for it alone
+// (linked) and the ABI's state; finds the interrupt flag and the exports;
+// and registers it with its budget guard, so that haltAll and close can
+// stop it from now on, whoever owns it (haltOpen). On failure what it
+// took over is closed.
+func (p *Plugin) adopt(mod api.Module, loadTime bool, facts *prompt.AgentFacts, lw *lineLogger, jail *fsjail.Jail,
+	sl *budget.Sleeper, memg image.MemGuard, linked []api.Module, state any) (*instance, error) {
+	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: memg,
+		linked: linked, state: state,
+		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+	if facts != nil {
+		in.agentID = facts.ID
+	}
+	if p.interruptible {
+		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
+		if !ok {
+			in.close(errDiscarded)
+			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
+		}
+		in.flag = g
+	}
+	in.guard = budget.NewGuard(p.h.wd, in.flag, sl)
+	p.byModule.Store(mod, in)
+	for _, m := range linked {
+		p.byModule.Store(m, in)
+	}
+	for name := range p.exports {
+		in.fns[name] = mod.ExportedFunction(name)
 	}
 	return in, nil
 }
