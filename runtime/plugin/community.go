@@ -2,16 +2,12 @@ package plugin
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
@@ -31,13 +27,13 @@ const (
 	ABIDsh = "dsh"
 	// ABIHyperMCPv1 is hyper-mcp's v1 plugin ABI: exports describe and
 	// call, and imports hyper-mcp host functions.
-	ABIHyperMCPv1 = "hyper-mcp-v1"
+	ABIHyperMCPv1 = extism.HyperMCPv1
 	// ABIHyperMCPv2 is hyper-mcp's v2 plugin ABI: exports list_tools and
 	// call_tool, which take an MCP request context.
-	ABIHyperMCPv2 = "hyper-mcp-v2"
+	ABIHyperMCPv2 = extism.HyperMCPv2
 	// ABIMCPRun is the mcp.run servlet ABI: describe and call, like
 	// hyper-mcp v1, without hyper-mcp's host functions.
-	ABIMCPRun = "mcp-run"
+	ABIMCPRun = extism.MCPRun
 )
 
 const (
@@ -45,13 +41,10 @@ const (
 	extismUser = "extism:host/user"
 )
 
-// Byte limits of an Extism plugin's host-side data. go-sdk disables vars
-// when its MaxVarBytes is zero and applies no limit to config; ours are
-// explicit.
+// Byte limits of an Extism plugin's host-side data (the config's is
+// extism.MaxConfigBytes). go-sdk disables vars when its MaxVarBytes is
+// zero; ours are explicit.
 const (
-	// maxExtismConfigBytes caps the plugin's config as Extism sees it
-	// (keys and values); a bigger config refuses the load.
-	maxExtismConfigBytes = 1 << 20
 	// maxExtismVarBytes caps an instance's Extism vars (keys and values);
 	// a var_set beyond it fails the call.
 	maxExtismVarBytes = 1 << 20
@@ -226,9 +219,9 @@ func (p *Plugin) checkExtismModule(wasm []byte) (map[string]bool, error) {
 // prepareExtism compiles the kernel and provides its Go functions in the
 // plugin's runtime; wasm is the module as compiled.
 func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]bool, error) {
-	cfg, err := extismConfig(p.config)
+	cfg, err := extism.Config(p.config)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrSource, err)
 	}
 	p.extConfig = cfg
 	// The kernel holds the input, output and the blocks the guest
@@ -252,29 +245,6 @@ func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]boo
 	return p.checkExtismModule(wasm)
 }
 
-// extismConfig turns the plugin's JSON config into Extism's string map:
-// strings as they are, other values as JSON.
-func extismConfig(cfg []byte) (map[string]string, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(cfg, &m); err != nil {
-		return nil, fmt.Errorf("%w: an Extism plugin's config must be a JSON object: %w", ErrSource, err)
-	}
-	out := make(map[string]string, len(m))
-	size := 0
-	for k, v := range m {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			s = string(v)
-		}
-		out[k] = s
-		size += len(k) + len(s)
-	}
-	if size > maxExtismConfigBytes {
-		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, maxExtismConfigBytes)
-	}
-	return out, nil
-}
-
 // extismOf is the Extism state of instance in, or nil.
 func extismOf(in *instance) *extismState {
 	x, _ := in.state.(*extismState)
@@ -290,11 +260,12 @@ type extismState struct {
 	vars     map[string][]byte
 	varBytes int
 
-	// Buffers of the tool-call path, reused (mu guards them: they are
-	// used outside the instance's call, before and after it).
-	mu               sync.Mutex
-	args, res, block jsonobj.Obj
-	text             []byte
+	// Buffers of the tool-call path, reused (mu guards args; results
+	// has its own lock: they are used outside the instance's call, before
+	// and after it).
+	mu      sync.Mutex
+	args    jsonobj.Obj
+	results extism.Results
 
 	// Valid during a call.
 	abortErr    error
@@ -453,46 +424,25 @@ func (x *extismState) writeBlock(b []byte) (uint64, error) {
 	return p, nil
 }
 
-// mcpTool is a tool as describe and list_tools give it.
-type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-// requestContext is hyper-mcp's PluginRequestContext.
-func (p *Plugin) requestContext() json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"id": p.reqID.Add(1), "_meta": map[string]any{}})
-	return b
-}
-
 // listTools asks the plugin for its tools in instance in.
-func (p *Plugin) listTools(ctx context.Context, in *instance) ([]mcpTool, error) {
-	export, input := "describe", []byte(nil)
-	if p.abi == ABIHyperMCPv2 {
-		export = "list_tools"
-		input, _ = json.Marshal(map[string]json.RawMessage{"context": p.requestContext()})
-	}
-	out, msg, failed, err := in.invokeExtism(ctx, &callState{}, export, p.limits.InitTimeout, input)
+func (p *Plugin) listTools(ctx context.Context, in *instance) ([]extism.Tool, error) {
+	export, _ := extism.Exports(p.abi)
+	out, msg, failed, err := in.invokeExtism(ctx, &callState{}, export, p.limits.InitTimeout, extism.ListInput(p.abi, p.nextReqID))
 	if err != nil {
 		return nil, err
 	}
 	if failed {
 		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %s", ErrGuest, msg)}
 	}
-	var r struct {
-		Tools []mcpTool `json:"tools"`
+	tools, err := extism.DecodeTools(out)
+	if err != nil {
+		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: want {\"tools\":[...]}: %w", ErrBadOutput, err)}
-	}
-	for i, t := range r.Tools {
-		if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
-			r.Tools[i].InputSchema = json.RawMessage(`{"type":"object"}`)
-		}
-	}
-	return r.Tools, nil
+	return tools, nil
 }
+
+// nextReqID numbers hyper-mcp's request contexts.
+func (p *Plugin) nextReqID() int64 { return p.reqID.Add(1) }
 
 // extismInit is runInit for a community plugin: its tools are its whole
 // contribution, listed once here and fixed until the plugin is reloaded.
@@ -509,7 +459,7 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 	return nil
 }
 
-func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
+func (p *Plugin) addTools(cs *callState, tools []extism.Tool) error {
 	for _, t := range tools {
 		pt := toolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 		if _, st, msg := p.contrib.register(cs, toolReg(pt)); st != 0 {
@@ -537,22 +487,8 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if err != nil {
 		return tool.Result{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
 	}
-	export := "call"
-	input := make([]byte, 0, len(args)+len(name)+64)
-	if p.abi == ABIHyperMCPv2 {
-		export = "call_tool"
-		input = append(input, `{"request":{"name":`...)
-		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
-		input = append(input, args...)
-		input = append(input, `},"context":{"id":`...)
-		input = strconv.AppendInt(input, p.reqID.Add(1), 10)
-		input = append(input, `,"_meta":{}}}`...)
-	} else {
-		input = append(input, `{"params":{"name":`...)
-		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
-		input = append(input, args...)
-		input = append(input, `}}`...)
-	}
+	_, export := extism.Exports(p.abi)
+	input := extism.CallInput(p.abi, name, args, p.nextReqID)
 	out, msg, failed, err := in.invokeExtism(ctx, &callState{facts: facts}, export, p.limits.CallTimeout, input)
 	if err != nil {
 		return tool.Result{}, err
@@ -560,177 +496,12 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if failed {
 		return tool.Result{Text: msg, IsError: true}, nil
 	}
-	if text, isErr, ok := x.textResult(out); ok {
+	if text, isErr, ok := x.results.Text(out); ok {
 		return tool.Result{Text: text, IsError: isErr}, nil
 	}
-	text, isErr, err := mcpResultText(out)
+	text, isErr, err := extism.ResultText(out)
 	if err != nil {
 		return tool.Result{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
 	return tool.Result{Text: text, IsError: isErr}, nil
-}
-
-// textResult renders the common CallToolResult, whose content blocks are
-// all text, with package jsonobj: no reflection, one allocation. ok false
-// sends the caller to mcpResultText.
-func (x *extismState) textResult(out []byte) (text string, isErr, ok bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.res.Parse(out) != nil {
-		return "", false, false
-	}
-	if v, found := x.res.Lookup("isError"); found {
-		switch v.Kind() {
-		case jsonobj.Bool:
-			isErr, _ = v.Bool()
-		case jsonobj.Null:
-		default:
-			return "", false, false
-		}
-	}
-	cv, found := x.res.Lookup("content")
-	if !found || cv.Kind() != jsonobj.Array {
-		return "", false, false
-	}
-	buf := x.text[:0]
-	n := 0
-	ok = eachObject(cv.Raw(), func(el []byte) bool {
-		if x.block.Parse(el) != nil {
-			return false
-		}
-		t, _ := x.block.Lookup("type")
-		if tb, ok := t.Verbatim(); !ok || string(tb) != "text" {
-			return false
-		}
-		tv, _ := x.block.Lookup("text")
-		if n > 0 {
-			buf = append(buf, '\n')
-		}
-		n++
-		var err error
-		buf, err = tv.AppendText(buf)
-		return err == nil
-	})
-	x.text = buf
-	if !ok || n == 0 {
-		return "", false, false
-	}
-	return string(buf), isErr, true
-}
-
-// eachObject calls fn with each element of a JSON array that jsonobj has
-// already validated; it stops with false at an element that is not an
-// object or when fn says so.
-func eachObject(arr []byte, fn func([]byte) bool) bool {
-	i := 1 // after '['
-	for {
-		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\t' || arr[i] == '\n' || arr[i] == '\r' || arr[i] == ',') {
-			i++
-		}
-		if i >= len(arr) || arr[i] == ']' {
-			return true
-		}
-		if arr[i] != '{' {
-			return false
-		}
-		start, depth, inStr := i, 0, false
-		for ; i < len(arr); i++ {
-			c := arr[i]
-			if inStr {
-				if c == '\\' {
-					i++
-				} else if c == '"' {
-					inStr = false
-				}
-				continue
-			}
-			if c == '"' {
-				inStr = true
-			} else if c == '{' || c == '[' {
-				depth++
-			} else if c == '}' || c == ']' {
-				depth--
-				if depth == 0 {
-					i++
-					break
-				}
-			}
-		}
-		if !fn(arr[start:i]) {
-			return false
-		}
-	}
-}
-
-// mcpResultText renders an MCP CallToolResult for the model: text blocks
-// as they are; images, audio and embedded resources summarised with their
-// type and size; resource links by URI.
-func mcpResultText(out []byte) (string, bool, error) {
-	var r struct {
-		Content []struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Data     string `json:"data"`
-			MimeType string `json:"mimeType"`
-			URI      string `json:"uri"`
-			Resource *struct {
-				URI      string  `json:"uri"`
-				MimeType string  `json:"mimeType"`
-				Text     *string `json:"text"`
-				Blob     string  `json:"blob"`
-			} `json:"resource"`
-		} `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		return "", false, fmt.Errorf("want an MCP CallToolResult: %w", err)
-	}
-	var sb strings.Builder
-	for i, c := range r.Content {
-		if i > 0 {
-			sb.WriteByte('\n')
-		}
-		switch c.Type {
-		case "text":
-			sb.WriteString(c.Text)
-		case "image", "audio":
-			fmt.Fprintf(&sb, "[%s: %s, %d bytes]", c.Type, orUnknown(c.MimeType), base64Len(c.Data))
-		case "resource":
-			if c.Resource == nil {
-				sb.WriteString("[resource: missing]")
-				break
-			}
-			n := base64Len(c.Resource.Blob)
-			if c.Resource.Text != nil {
-				n = len(*c.Resource.Text)
-			}
-			fmt.Fprintf(&sb, "[resource: %s, %s, %d bytes]", c.Resource.URI, orUnknown(c.Resource.MimeType), n)
-		case "resource_link":
-			fmt.Fprintf(&sb, "[resource link: %s]", c.URI)
-		default:
-			fmt.Fprintf(&sb, "[%s content]", orUnknown(c.Type))
-		}
-	}
-	if len(r.Content) == 0 && len(r.StructuredContent) > 0 {
-		sb.Write(r.StructuredContent)
-	}
-	s := sb.String()
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s, r.IsError, nil
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown type"
-	}
-	return s
-}
-
-// base64Len is the decoded size of s, without decoding it.
-func base64Len(s string) int {
-	s = strings.TrimRight(s, "=")
-	return base64.RawStdEncoding.DecodedLen(len(s))
 }
