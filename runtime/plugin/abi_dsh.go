@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -59,7 +60,7 @@ func (dshABI) init(ctx context.Context, p *Plugin, tx *prompt.Tx, inst *instance
 	}
 	if rec.why == "" && !wasiEffects(inst) {
 		p.mu.Lock()
-		p.history = &history{init: rec.calls, bytes: rec.bytes}
+		p.history = &lazy.History{Init: rec.calls, Bytes: rec.bytes}
 		p.mu.Unlock()
 	}
 	if p.key != "" {

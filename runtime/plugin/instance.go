@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -166,7 +167,7 @@ func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wa
 		WithStdout(lw).
 		WithStderr(lw)
 	if shift != 0 {
-		cfg = cfg.WithWalltime(shiftedClock(shift), sys.ClockResolution(time.Microsecond.Nanoseconds()))
+		cfg = cfg.WithWalltime(lazy.ShiftedClock(shift), sys.ClockResolution(time.Microsecond.Nanoseconds()))
 	}
 	for _, name := range p.spec.Env {
 		if v, ok := os.LookupEnv(name); ok {
@@ -221,7 +222,7 @@ func (p *Plugin) newDshInstance(ctx context.Context, loadTime bool, facts *promp
 	var img *image.Image
 	env := ""
 	ictx := ctx
-	var hist *history
+	var hist *lazy.History
 	if !bare {
 		hist = p.historyFor(loadTime)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -63,7 +64,7 @@ type Plugin struct {
 	// module is (at once for an eager load); compileMu is held while it
 	// compiles, and by whoever closes the runtime, which sets rtClosed.
 	key       string
-	manifest  *manifest
+	manifest  *lazy.Manifest
 	src       *moduleSource
 	compiled  atomic.Bool
 	compileMu sync.Mutex
@@ -73,14 +74,14 @@ type Plugin struct {
 	// slot or p.load owns (a repeats check): close stops new ones and
 	// waits for these, and the runtime closes after the last lets go.
 	users    runtimeUsers
-	broken   error     // why the module cannot be compiled (guarded by compileMu)
-	recorded *manifest // what the last dsh_init recorded, written once committed
+	broken   error          // why the module cannot be compiled (guarded by compileMu)
+	recorded *lazy.Manifest // what the last dsh_init recorded, written once committed
 	// history is the load-time instance's, while every call in it can be
 	// answered again (manifest.go); saved is the manifest this process
 	// recorded, while it goes on recording events into it; eventsUsed
 	// counts the manifest's events replayed. All guarded by mu.
-	history    *history
-	saved      *manifest
+	history    *lazy.History
+	saved      *lazy.Manifest
 	eventsUsed int
 
 	contrib *contrib
