@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -220,8 +221,8 @@ func TestLogRate(t *testing.T) {
 func TestRequestLimits(t *testing.T) {
 	p := &Plugin{limits: Limits{PromptBytes: 1000}.withDefaults()}
 	for fn, want := range map[string]uint32{
-		hostfns.FnStateGet: smallRequest, hostfns.FnEnvGet: smallRequest, hostfns.FnExecKill: smallRequest,
-		hostfns.FnStateSet: hostfns.MaxRequestBytes, hostfns.FnSectionRegister: 6*1000 + smallRequest,
+		hostfns.FnStateGet: dsh.SmallRequest, hostfns.FnEnvGet: dsh.SmallRequest, hostfns.FnExecKill: dsh.SmallRequest,
+		hostfns.FnStateSet: hostfns.MaxRequestBytes, hostfns.FnSectionRegister: 6*1000 + dsh.SmallRequest,
 		hostfns.FnLog: hostfns.MaxRequestBytes, hostfns.FnHTTPRequest: hostfns.MaxRequestBytes,
 	} {
 		if got, _ := p.requestLimit(fn); got != want {

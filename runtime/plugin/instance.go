@@ -95,7 +95,7 @@ type callState struct {
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
-	scoped bool       // dsh_setup called a host function that is not setupNeutral
+	scoped bool       // dsh_setup called a host function that is not dsh.SetupNeutral
 	rec    *recorder  // set during a dsh_init whose host calls are recorded (manifest.go)
 	replay *replayer  // set during a dsh_init answered from such a record
 	// held, when set, is called with the call's outcome while the instance

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 )
 
@@ -74,11 +75,11 @@ import (
 const maxRepeatCheck = time.Second
 
 // replayable are the host functions a recorded dsh_init may call: the
-// setupNeutral ones, and reads that change nothing, whose answers a
+// dsh.SetupNeutral ones, and reads that change nothing, whose answers a
 // replay asks for again and compares (the subagent providers the host
 // offers, a granted environment variable).
 var replayable = func() map[string]bool {
-	m := maps.Clone(setupNeutral)
+	m := maps.Clone(dsh.SetupNeutral)
 	m[hostfns.FnSubagentProviders] = true
 	m[hostfns.FnEnvGet] = true
 	return m
