@@ -29,9 +29,18 @@ func TestInstantiateServesEveryFunction(t *testing.T) {
 	if mod == nil {
 		t.Fatal("no host module")
 	}
+	defs := mod.ExportedFunctionDefinitions()
+	if len(defs) != len(hostfns.Funcs) {
+		t.Errorf("the module has %d functions, hostfns.Funcs %d", len(defs), len(hostfns.Funcs))
+	}
 	for _, f := range hostfns.Funcs {
-		if mod.ExportedFunction(f.Name) == nil {
+		d, ok := defs[f.Name]
+		if !ok {
 			t.Errorf("%s is not provided", f.Name)
+			continue
+		}
+		if f.Name != hostfns.FnTake && (len(d.ParamTypes()) != 4 || len(d.ResultTypes()) != 1 || d.ResultTypes()[0] != api.ValueTypeI64) {
+			t.Errorf("%s has signature %v -> %v", f.Name, d.ParamTypes(), d.ResultTypes())
 		}
 		if want := 1; f.Name == hostfns.FnTake {
 			if asked[f.Name] != 0 {
