@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -253,9 +252,7 @@ func extismOf(in *instance) *extismState {
 
 // extismState is what an Extism instance keeps besides its guest.
 type extismState struct {
-	kernel                                            api.Module
-	kmem                                              api.Memory
-	heap, inOff, inLen, outOff, outLen, errOff, abort api.MutableGlobal
+	*extism.Kernel
 
 	vars     map[string][]byte
 	varBytes int
@@ -302,11 +299,7 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	ext := &extismState{kernel: kmod, kmem: kmod.Memory(), vars: map[string][]byte{}}
-	for name, g := range map[string]*api.MutableGlobal{extism.GlobalHeap: &ext.heap, extism.GlobalInOff: &ext.inOff, extism.GlobalInLen: &ext.inLen,
-		extism.GlobalOutOff: &ext.outOff, extism.GlobalOutLen: &ext.outLen, extism.GlobalErr: &ext.errOff, extism.GlobalAbort: &ext.abort} {
-		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
-	}
+	ext := &extismState{Kernel: extism.NewKernel(kmod), vars: map[string][]byte{}}
 	in, err := p.adopt(mod, loadTime, facts, lw, jail, sl, nil, []api.Module{kmod}, ext)
 	if err != nil {
 		return nil, err
@@ -326,21 +319,9 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 	err = in.call(ctx, cs, export, timeout, nil, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
 		x := extismOf(in)
 		x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
-		// Reset the kernel: every block of the last call is gone.
-		x.heap.Set(extism.Base)
-		x.outOff.Set(0)
-		x.outLen.Set(0)
-		x.errOff.Set(0)
-		x.abort.Set(0)
-		x.inOff.Set(0)
-		x.inLen.Set(0)
-		if len(input) > 0 {
-			off, err := x.writeBlock(input)
-			if err != nil {
-				return fail(fmt.Errorf("input: %w", err))
-			}
-			x.inOff.Set(off)
-			x.inLen.Set(uint64(len(input)))
+		x.Reset()
+		if err := x.SetInput(input); err != nil {
+			return fail(fmt.Errorf("input: %w", err))
 		}
 		if err := fn.CallWithStack(callCtx, in.stack); err != nil {
 			if x.abortErr != nil {
@@ -350,78 +331,26 @@ func (in *instance) invokeExtism(ctx context.Context, cs *callState, export stri
 		}
 		if rc := int32(in.stack[0]); rc != 0 {
 			errMsg, failed = fmt.Sprintf("%s returned %d", export, rc), true
-			if off := x.errOff.Get(); off != 0 {
-				b, err := x.readBlock(off)
-				if err != nil {
-					return fail(fmt.Errorf("%w: error_set: %w", ErrBadOutput, err))
-				}
+			b, set, err := x.ErrorSet()
+			if err != nil {
+				return fail(fmt.Errorf("%w: error_set: %w", ErrBadOutput, err))
+			}
+			if set {
 				errMsg = strings.ToValidUTF8(string(b), "\uFFFD")
 			}
 			return nil
 		}
-		n := x.outLen.Get()
-		if n == 0 {
-			return nil
+		b, err := x.Output(hostfns.MaxOutputBytes)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrBadOutput, err))
 		}
-		if n > hostfns.MaxOutputBytes {
-			return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
-		}
-		off := x.outOff.Get()
-		b, ok := x.kmem.Read(uint32(off), uint32(n))
-		if !ok || off > 1<<32 {
-			return fail(fmt.Errorf("%w: output at %#x+%d is outside the kernel's memory (%d bytes)", ErrBadOutput, off, n, x.kmem.Size()))
-		}
-		out = append([]byte(nil), b...)
+		out = b
 		return nil
 	})
 	if err != nil {
 		return nil, "", false, err
 	}
 	return out, errMsg, failed, nil
-}
-
-// readBlock returns the block at off: a view of kernel memory, valid until
-// the guest runs again.
-func (x *extismState) readBlock(off uint64) ([]byte, error) {
-	heap := x.heap.Get()
-	if off < extism.Base+8 || off >= heap {
-		return nil, fmt.Errorf("offset %#x is not an allocated block", off)
-	}
-	hdr, ok := x.kmem.Read(uint32(off-8), 8)
-	if !ok {
-		return nil, fmt.Errorf("offset %#x is outside the kernel's memory", off)
-	}
-	n := binary.LittleEndian.Uint64(hdr)
-	if n > heap-off {
-		return nil, fmt.Errorf("block %#x claims %d bytes past the heap", off, n)
-	}
-	b, ok := x.kmem.Read(uint32(off), uint32(n))
-	if !ok {
-		return nil, fmt.Errorf("block %#x+%d is outside the kernel's memory", off, n)
-	}
-	return b, nil
-}
-
-// writeBlock allocates a block as the kernel's alloc does and copies b in.
-func (x *extismState) writeBlock(b []byte) (uint64, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	p := x.heap.Get() + 8
-	end := p + (uint64(len(b))+7)&^7
-	if size := uint64(x.kmem.Size()); end > size {
-		pages := (end - size + 65535) >> 16
-		if _, ok := x.kmem.Grow(uint32(pages)); !ok {
-			return 0, fmt.Errorf("%d bytes do not fit in the Extism kernel's memory (grant more memory)", len(b))
-		}
-	}
-	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
-	if !x.kmem.Write(uint32(p-8), hdr[:]) || !x.kmem.Write(uint32(p), b) {
-		return 0, fmt.Errorf("kernel write at %#x failed", p)
-	}
-	x.heap.Set(end)
-	return p, nil
 }
 
 // listTools asks the plugin for its tools in instance in.

@@ -44,12 +44,12 @@ func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 		if cs == nil {
 			// From _initialize: nothing of the host is available yet.
 			x.abortErr = fmt.Errorf("%s: called outside a tool call (from _initialize?)", name)
-			x.abort.Set(1)
+			x.Abort()
 			return
 		}
 		if why := cs.guard.Stopped(); why != nil {
 			x.abortErr = fmt.Errorf("%s: the call was stopped: %w", name, why)
-			x.abort.Set(1)
+			x.Abort()
 			return
 		}
 		err := func() (err error) {
@@ -63,7 +63,7 @@ func (p *Plugin) wrapExtism(name string, impl extismImpl) api.GoModuleFunc {
 		}()
 		if err != nil {
 			x.abortErr = fmt.Errorf("%s: %w", name, err)
-			x.abort.Set(1)
+			x.Abort()
 		}
 	}
 }
@@ -94,7 +94,7 @@ var extismImpls = map[string]extismImpl{
 
 // keyArg reads the block at off as a key of at most maxExtismVarKey bytes.
 func keyArg(x *extismState, off uint64) (string, error) {
-	b, err := x.readBlock(off)
+	b, err := x.ReadBlock(off)
 	if err != nil {
 		return "", fmt.Errorf("key: %w", err)
 	}
@@ -107,7 +107,7 @@ func keyArg(x *extismState, off uint64) (string, error) {
 // answer writes b as a new block and returns its offset in stack[0]; nil
 // or empty gives 0, the null offset.
 func answer(x *extismState, stack []uint64, b []byte) error {
-	off, err := x.writeBlock(b)
+	off, err := x.WriteBlock(b)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func extVarSet(in *instance, x *extismState, cs *callState, stack []uint64) erro
 		}
 		return nil
 	}
-	v, err := x.readBlock(stack[1])
+	v, err := x.ReadBlock(stack[1])
 	if err != nil {
 		return fmt.Errorf("value: %w", err)
 	}
@@ -179,7 +179,7 @@ type extismHTTPRequest struct {
 // private addresses are refused unless granted. A refusal fails the call
 // with the reason (Extism's own host fails it too).
 func extHTTPRequest(in *instance, x *extismState, cs *callState, stack []uint64) error {
-	rb, err := x.readBlock(stack[0])
+	rb, err := x.ReadBlock(stack[0])
 	if err != nil {
 		return fmt.Errorf("request: %w", err)
 	}
@@ -189,7 +189,7 @@ func extHTTPRequest(in *instance, x *extismState, cs *callState, stack []uint64)
 	}
 	nr := netguard.Request{Method: r.Method, URL: r.URL, Headers: r.Headers}
 	if stack[1] != 0 {
-		body, err := x.readBlock(stack[1])
+		body, err := x.ReadBlock(stack[1])
 		if err != nil {
 			return fmt.Errorf("body: %w", err)
 		}
@@ -238,7 +238,7 @@ func extLog(level slog.Level) extismImpl {
 		if !in.p.log.Enabled(cs.ctx, level) {
 			return nil
 		}
-		b, err := x.readBlock(stack[0])
+		b, err := x.ReadBlock(stack[0])
 		if err != nil {
 			return fmt.Errorf("message: %w", err)
 		}
@@ -272,7 +272,7 @@ func extUnsupported(what string) extismImpl {
 // plugin sends: dsh-wasm has no MCP client to forward it to.
 func extNotify(kind string) extismImpl {
 	return func(in *instance, x *extismState, cs *callState, stack []uint64) error {
-		b, err := x.readBlock(stack[0])
+		b, err := x.ReadBlock(stack[0])
 		if err != nil {
 			return fmt.Errorf("notification: %w", err)
 		}
