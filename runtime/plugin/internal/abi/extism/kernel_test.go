@@ -105,3 +105,40 @@ func TestKernelInput(t *testing.T) {
 		t.Error("reading past the input did not trap")
 	}
 }
+
+// TestKernelState: the input reads back as a block, an output past the
+// limit or outside the kernel's memory is an error, a forged block offset
+// is refused, and Reset forgets the last call.
+func TestKernelState(t *testing.T) {
+	k := NewKernel(kernelAlone(t, 2))
+	k.Reset()
+	if err := k.SetInput([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := k.ReadBlock(k.inOff.Get())
+	if err != nil || string(b) != "hello" || k.inLen.Get() != 5 {
+		t.Fatalf("input block = %q, %v (len %d)", b, err, k.inLen.Get())
+	}
+	k.outOff.Set(k.inOff.Get())
+	k.outLen.Set(5)
+	if out, err := k.Output(5); err != nil || string(out) != "hello" {
+		t.Fatalf("Output = %q, %v", out, err)
+	}
+	if _, err := k.Output(4); err == nil {
+		t.Error("an output past the limit was returned")
+	}
+	k.outOff.Set(1 << 40)
+	if _, err := k.Output(5); err == nil {
+		t.Error("an output outside the kernel's memory was returned")
+	}
+	if _, err := k.ReadBlock(k.inOff.Get() + 1); err == nil {
+		t.Error("a forged block offset was read")
+	}
+	if _, set, _ := k.ErrorSet(); set {
+		t.Error("error_set without a call to it")
+	}
+	k.Reset()
+	if out, err := k.Output(5); out != nil || err != nil || k.inLen.Get() != 0 {
+		t.Errorf("after Reset: output %q, %v, input length %d", out, err, k.inLen.Get())
+	}
+}
