@@ -39,7 +39,7 @@ func TestCoreKnowsNoABI(t *testing.T) {
 			switch n := n.(type) {
 			case *ast.Ident:
 				switch n.Name {
-				case "isExtism", "dshABI", "extismABI", "ABIHyperMCPv1", "ABIHyperMCPv2", "ABIMCPRun", "extismState":
+				case "isExtism", "dshABI", "extismABI", "ABIHyperMCPv1", "ABIHyperMCPv2", "ABIMCPRun", "extismOf", "extismHost":
 					what = n.Name
 				}
 			case *ast.BinaryExpr:

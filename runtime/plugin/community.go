@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
@@ -38,17 +36,6 @@ const (
 const (
 	extismEnv  = "extism:host/env"
 	extismUser = "extism:host/user"
-)
-
-// Byte limits of an Extism plugin's host-side data (the config's is
-// extism.MaxConfigBytes). go-sdk disables vars when its MaxVarBytes is
-// zero; ours are explicit.
-const (
-	// maxExtismVarBytes caps an instance's Extism vars (keys and values);
-	// a var_set beyond it fails the call.
-	maxExtismVarBytes = 1 << 20
-	// maxExtismVarKey caps one var key or config key asked for.
-	maxExtismVarKey = 4096
 )
 
 // ABI returns the plugin's ABI: ABIDsh or one of the community ABIs.
@@ -232,11 +219,10 @@ func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]boo
 	}
 	b := p.rt.NewHostModuleBuilder(extism.GoModule)
 	for _, g := range extism.GoFuncs {
-		impl := extismImpls[g.Name]
-		if impl == nil {
+		if !extism.Implemented(g.Name) {
 			return nil, fmt.Errorf("extism host function %s has no implementation", g.Name)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.Name, impl), g.Params, g.Results).Export(g.Name)
+		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.Name), g.Params, g.Results).Export(g.Name)
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
 		return nil, fmt.Errorf("instantiate %s: %w", extism.GoModule, err)
@@ -245,29 +231,9 @@ func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]boo
 }
 
 // extismOf is the Extism state of instance in, or nil.
-func extismOf(in *instance) *extismState {
-	x, _ := in.state.(*extismState)
+func extismOf(in *instance) *extism.Instance {
+	x, _ := in.state.(*extism.Instance)
 	return x
-}
-
-// extismState is what an Extism instance keeps besides its guest.
-type extismState struct {
-	*extism.Kernel
-
-	vars     map[string][]byte
-	varBytes int
-
-	// Buffers of the tool-call path, reused (mu guards args; results
-	// has its own lock: they are used outside the instance's call, before
-	// and after it).
-	mu      sync.Mutex
-	args    jsonobj.Obj
-	results extism.Results
-
-	// Valid during a call.
-	abortErr    error
-	httpStatus  int32
-	httpHeaders []byte
 }
 
 // newExtismInstance instantiates a kernel and the guest linked to it.
@@ -299,7 +265,7 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	ext := &extismState{Kernel: extism.NewKernel(kmod), vars: map[string][]byte{}}
+	ext := extism.NewInstance(kmod)
 	in, err := p.adopt(mod, loadTime, facts, lw, jail, sl, nil, []api.Module{kmod}, ext)
 	if err != nil {
 		return nil, err
@@ -318,14 +284,13 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 func (in *instance) invokeExtism(ctx context.Context, cs *callState, export string, timeout time.Duration, input []byte) (out []byte, errMsg string, failed bool, err error) {
 	err = in.call(ctx, cs, export, timeout, nil, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
 		x := extismOf(in)
-		x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
-		x.Reset()
+		x.Begin()
 		if err := x.SetInput(input); err != nil {
 			return fail(fmt.Errorf("input: %w", err))
 		}
 		if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-			if x.abortErr != nil {
-				return fail(x.abortErr)
+			if why := x.Failure(); why != nil {
+				return fail(why)
 			}
 			return fail(in.guard.Why(err))
 		}
@@ -410,9 +375,7 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	x := extismOf(in)
 	// The arguments are spliced into the input as they are, so they must
 	// be one JSON object; jsonobj checks that without reflection.
-	x.mu.Lock()
-	err := x.args.Parse(args)
-	x.mu.Unlock()
+	err := x.CheckArgs(args)
 	if err != nil {
 		return tool.Result{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
 	}
@@ -425,7 +388,7 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if failed {
 		return tool.Result{Text: msg, IsError: true}, nil
 	}
-	if text, isErr, ok := x.results.Text(out); ok {
+	if text, isErr, ok := x.Text(out); ok {
 		return tool.Result{Text: text, IsError: isErr}, nil
 	}
 	text, isErr, err := extism.ResultText(out)

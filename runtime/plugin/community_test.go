@@ -298,8 +298,8 @@ func TestCommunityLogCap(t *testing.T) {
 		t.Fatalf("biglog: %+v, %v", res, err)
 	}
 	l := logs.String()
-	if !strings.Contains(l, strings.Repeat("x", maxExtismLog)) || strings.Contains(l, strings.Repeat("x", maxExtismLog+1)) {
-		t.Errorf("the 100000-byte message was not cut at %d bytes", maxExtismLog)
+	if !strings.Contains(l, strings.Repeat("x", extism.MaxLog)) || strings.Contains(l, strings.Repeat("x", extism.MaxLog+1)) {
+		t.Errorf("the 100000-byte message was not cut at %d bytes", extism.MaxLog)
 	}
 }
 
