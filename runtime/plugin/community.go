@@ -10,12 +10,10 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // Plugin ABIs (config.ABIs).
@@ -34,8 +32,8 @@ const (
 )
 
 const (
-	extismEnv  = "extism:host/env"
-	extismUser = "extism:host/user"
+	extismEnv  = extism.EnvModule
+	extismUser = extism.UserModule
 )
 
 // ABI returns the plugin's ABI: ABIDsh or one of the community ABIs.
@@ -131,77 +129,6 @@ func exportList(m map[string]api.FunctionDefinition) string {
 	return strings.Join(names, ", ")
 }
 
-// checkExtismModule checks a community module's imports against what the
-// kernel provides, signature by signature, so a mismatch is a load error
-// that names the import rather than an instantiation failure. wasm is the
-// module's bytes: a module may import only functions, and wazero lists no
-// imported globals or tables, so every import is read from them.
-func (p *Plugin) checkExtismModule(wasm []byte) (map[string]bool, error) {
-	imps, err := interrupt.Imports(wasm)
-	if err != nil {
-		return nil, fmt.Errorf("%w: read the import section: %w", ErrABI, err)
-	}
-	for _, imp := range imps {
-		if imp.Kind != "func" {
-			// The kernel's memory and globals (its heap, input and output
-			// offsets) are the host's: a guest that linked them could move
-			// or forge what the host reads back.
-			return nil, fmt.Errorf("%w: module imports %s::%s, a %s; an Extism plugin may import only functions (the Extism kernel's, hyper-mcp's and WASI's), never a memory, global, table or tag",
-				ErrABI, imp.Module, imp.Name, imp.Kind)
-		}
-	}
-	kexp := p.kernel.ExportedFunctions()
-	for _, imp := range p.module.ImportedFunctions() {
-		mod, name, _ := imp.Import()
-		switch mod {
-		case wasi_snapshot_preview1.ModuleName:
-			continue
-		case extismEnv:
-			if !slices.Contains(extism.EnvFuncs, name) {
-				return nil, fmt.Errorf("%w: module imports %s::%s, which the Extism kernel does not define", ErrABI, mod, name)
-			}
-		case extismUser:
-			if !slices.Contains(extism.UserFuncs, name) {
-				return nil, fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(extism.UserFuncs, ", "))
-			}
-		default:
-			return nil, fmt.Errorf("%w: module imports %s::%s, which this host does not provide to an Extism plugin", ErrABI, mod, name)
-		}
-		k := kexp[name]
-		if !slices.Equal(k.ParamTypes(), imp.ParamTypes()) || !slices.Equal(k.ResultTypes(), imp.ResultTypes()) {
-			return nil, fmt.Errorf("%w: module imports %s::%s as %v -> %v; the host defines it as %v -> %v", ErrABI, mod, name,
-				typeNames(imp.ParamTypes()), typeNames(imp.ResultTypes()), typeNames(k.ParamTypes()), typeNames(k.ResultTypes()))
-		}
-	}
-	exports := p.module.ExportedFunctions()
-	found := map[string]bool{}
-	var need []string
-	if p.abi == ABIHyperMCPv2 {
-		need = []string{"list_tools", "call_tool"}
-	} else {
-		need = []string{"describe", "call"}
-	}
-	for _, n := range append(need, hostfns.ExportInitialize) {
-		d, ok := exports[n]
-		if !ok {
-			continue
-		}
-		want := []api.ValueType{i32}
-		if n == hostfns.ExportInitialize {
-			want = nil
-		}
-		if len(d.ParamTypes()) != 0 || !slices.Equal(d.ResultTypes(), want) {
-			return nil, fmt.Errorf("%w: export %s has signature %v -> %v, want () -> %v", ErrABI, n,
-				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(want))
-		}
-		found[n] = true
-	}
-	if _, ok := exports["_start"]; ok && !found[hostfns.ExportInitialize] {
-		return nil, fmt.Errorf("%w: the module is a command (it exports _start, not _initialize); build it as a library: -buildmode=c-shared for Go, a cdylib for Rust, -mexec-model=reactor for C", ErrABI)
-	}
-	return found, nil
-}
-
 // prepareExtism compiles the kernel and provides its Go functions in the
 // plugin's runtime; wasm is the module as compiled.
 func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]bool, error) {
@@ -227,7 +154,11 @@ func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]boo
 	if _, err := b.Instantiate(ctx); err != nil {
 		return nil, fmt.Errorf("instantiate %s: %w", extism.GoModule, err)
 	}
-	return p.checkExtismModule(wasm)
+	exports, err := extism.CheckModule(p.module, p.kernel, wasm, p.abi)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrABI, err)
+	}
+	return exports, nil
 }
 
 // extismOf is the Extism state of instance in, or nil.
