@@ -111,7 +111,7 @@ func (x *Instance) Serve(h Host, name string, stack []uint64) {
 		defer func() {
 			if r := recover(); r != nil {
 				h.Logger().Error("extism host function panicked", "func", name, "panic", r)
-				err = fmt.Errorf("%s: internal error", name)
+				err = errors.New("internal error") // named once, below
 			}
 		}()
 		return fn(h, x, stack)
