@@ -21,7 +21,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	extism "github.com/extism/go-sdk"
-	"github.com/tetratelabs/wazero"
 )
 
 // The benchmarks compare one tool call along three paths, in one run:
@@ -435,7 +434,7 @@ func extismEcho(b *testing.B, timeout bool) (*extism.Plugin, *atomic.Int64, *ato
 		manifest.Timeout = uint64(config.DefaultCallTimeout / time.Millisecond)
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true,
-		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(sharedCache(b).c)}, []extism.HostFunction{logFn})
+		RuntimeConfig: sharedCache(b).m.RuntimeConfig(false)}, []extism.HostFunction{logFn})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package plugin
 
+import "github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
+
 // Bounds are the limits a loaded plugin runs under and how much of its
 // quotas its registrations use: what `dsh-wasm plugin inspect` shows and
 // docs/SECURITY.md lists.
@@ -43,7 +45,7 @@ func (p *Plugin) Bounds() Bounds {
 		MemoryBytes: uint64(l.MemoryPages) * 65536, CallTimeout: l.CallTimeout.String(), InitTimeout: l.InitTimeout.String(),
 		WallTimeout: l.WallTimeout.String(), HostBytesPerCall: l.HostBytes, PromptBytes: l.PromptBytes, PromptBytesUsed: static,
 		LogBytesPerMinute: l.LogBytes, Registrations: regs, MaxRegistrations: l.MaxRegistrations,
-		StateBytesPerSession: l.StateBytes, SmallRequestBytes: smallRequest,
+		StateBytesPerSession: l.StateBytes, SmallRequestBytes: dsh.SmallRequest,
 	}
 	if g := p.grants(); len(g.Net.AllowedHosts) > 0 {
 		b.NetTimeout = g.Net.Timeout.String()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -25,70 +27,14 @@ func hogGuest(t testing.TB) string {
 }
 
 // armed returns a guard of a fallback (uninstrumented) call, armed.
-func armedGuard(t *testing.T, limit, wall time.Duration) *guard {
+func armedGuard(t *testing.T, limit, wall time.Duration) *budget.Guard {
 	t.Helper()
-	w := newWatchdog()
-	t.Cleanup(w.stop)
-	g := newGuard(w, nil, &sleeper{})
-	g.arm(context.Background(), limit, wall)
-	t.Cleanup(g.disarm)
+	w := budget.NewWatchdog(classifyTrap)
+	t.Cleanup(w.Stop)
+	g := budget.NewGuard(w, nil, &budget.Sleeper{})
+	g.Arm(context.Background(), limit, wall)
+	t.Cleanup(g.Disarm)
 	return g
-}
-
-// waitStopped waits up to d for the guard to stop its call.
-func waitStopped(g *guard, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := g.stopped(); err != nil {
-			return err
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
-}
-
-// TestHostWorkCounts: time in a host function is the call's compute, so
-// the budget runs out during it; a bounded wait leaves the budget, but
-// not the wall-clock cap.
-func TestHostWorkCounts(t *testing.T) {
-	g := armedGuard(t, 50*time.Millisecond, time.Hour)
-	// No pause around host work any more: the watchdog stops the call
-	// while "the host" works.
-	if err := waitStopped(g, 2*time.Second); !errors.Is(err, ErrComputeBudget) {
-		t.Fatalf("host work past the budget: %v", err)
-	}
-
-	g = armedGuard(t, 50*time.Millisecond, 300*time.Millisecond)
-	g.beginWait()
-	if err := waitStopped(g, 150*time.Millisecond); err != nil {
-		t.Fatalf("a bounded wait ran the compute budget down: %v", err)
-	}
-	if err := waitStopped(g, 2*time.Second); !errors.Is(err, ErrWallClock) || !strings.Contains(err.Error(), "300ms") {
-		t.Fatalf("a wait past the wall-clock cap: %v", err)
-	}
-	g.endWait()
-}
-
-// TestHaltCancelsHostWaits: halting a call cancels the context its host
-// functions wait under, with the reason, and marks it stopped.
-func TestHaltCancelsHostWaits(t *testing.T) {
-	g := armedGuard(t, time.Hour, 0)
-	ctx := g.hostCtx()
-	if !g.halt(errUnloaded) {
-		t.Fatal("halt found no call")
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(time.Second):
-		t.Fatal("the host context was not cancelled")
-	}
-	if !errors.Is(context.Cause(ctx), errUnloaded) || !errors.Is(g.stopped(), errUnloaded) {
-		t.Fatalf("cause %v, stopped %v", context.Cause(ctx), g.stopped())
-	}
-	// A host context asked for after the stop is born cancelled.
-	if g.hostCtx().Err() == nil {
-		t.Fatal("a host context after the stop is live")
-	}
 }
 
 type fakeModule struct{ api.Module }
@@ -101,7 +47,7 @@ func TestStoppedCallHostCallsCanceled(t *testing.T) {
 	in := &instance{p: p}
 	p.byModule.Store(api.Module(mod), in)
 	g := armedGuard(t, time.Hour, 0)
-	g.halt(errAgentEnd)
+	g.Halt(errAgentEnd)
 	in.cur = &callState{guard: g}
 	var f hostfns.Func
 	for _, x := range hostfns.Funcs {
@@ -276,8 +222,8 @@ func TestLogRate(t *testing.T) {
 func TestRequestLimits(t *testing.T) {
 	p := &Plugin{limits: limitsOf(config.Grants{Limits: config.Limits{PromptBytes: 1000}}.Effective())}
 	for fn, want := range map[string]uint32{
-		hostfns.FnStateGet: smallRequest, hostfns.FnEnvGet: smallRequest, hostfns.FnExecKill: smallRequest,
-		hostfns.FnStateSet: hostfns.MaxRequestBytes, hostfns.FnSectionRegister: 6*1000 + smallRequest,
+		hostfns.FnStateGet: dsh.SmallRequest, hostfns.FnEnvGet: dsh.SmallRequest, hostfns.FnExecKill: dsh.SmallRequest,
+		hostfns.FnStateSet: hostfns.MaxRequestBytes, hostfns.FnSectionRegister: 6*1000 + dsh.SmallRequest,
 		hostfns.FnLog: hostfns.MaxRequestBytes, hostfns.FnHTTPRequest: hostfns.MaxRequestBytes,
 	} {
 		if got, _ := p.requestLimit(fn); got != want {

@@ -8,15 +8,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 )
 
 // TestWatchdogLifecycle: the watchdog's goroutine exists only while calls
-// happen (and for watchdogLinger after), and a call made after it exited
+// happen (and for budget.Linger after), and a call made after it exited
 // is still stopped when its budget runs out.
 func TestWatchdogLifecycle(t *testing.T) {
 	h := newHost(t)
-	const budget = 100 * time.Millisecond
-	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{CallTimeout: budget}},
+	const limit = 100 * time.Millisecond
+	if _, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Grants: &config.Grants{Limits: config.Limits{CallTimeout: limit}},
 		Config: cfg(t, map[string]any{"tools": []string{"counter", "spin"}})}); err != nil {
 		t.Fatal(err)
 	}
@@ -28,16 +30,16 @@ func TestWatchdogLifecycle(t *testing.T) {
 		if !errors.Is(err, ErrComputeBudget) {
 			t.Fatalf("spin: %v", err)
 		}
-		if d := time.Since(start); d < budget {
-			t.Fatalf("spin stopped after %v, before its budget of %v", d, budget)
+		if d := time.Since(start); d < limit {
+			t.Fatalf("spin stopped after %v, before its budget of %v", d, limit)
 		}
 	}
 	spin()
-	if !h.wd.running.Load() {
+	if !h.wd.Running() {
 		t.Fatal("no watchdog right after a call")
 	}
-	deadline := time.Now().Add(watchdogLinger + 5*time.Second)
-	for h.wd.running.Load() {
+	deadline := time.Now().Add(budget.Linger + 5*time.Second)
+	for h.wd.Running() {
 		if time.Now().After(deadline) {
 			t.Fatal("the watchdog did not stop when idle")
 		}
@@ -108,7 +110,7 @@ func TestBudgetsOfConcurrentCalls(t *testing.T) {
 	for err := range errs {
 		t.Errorf("call: %v", err)
 	}
-	if n := h.wd.active.Load(); n != 0 {
+	if n := h.wd.Active(); n != 0 {
 		t.Fatalf("%d calls counted as active after all returned", n)
 	}
 }

@@ -2,27 +2,18 @@ package plugin
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // Plugin ABIs (config.ABIs).
@@ -31,32 +22,18 @@ const (
 	ABIDsh = "dsh"
 	// ABIHyperMCPv1 is hyper-mcp's v1 plugin ABI: exports describe and
 	// call, and imports hyper-mcp host functions.
-	ABIHyperMCPv1 = "hyper-mcp-v1"
+	ABIHyperMCPv1 = extism.HyperMCPv1
 	// ABIHyperMCPv2 is hyper-mcp's v2 plugin ABI: exports list_tools and
 	// call_tool, which take an MCP request context.
-	ABIHyperMCPv2 = "hyper-mcp-v2"
+	ABIHyperMCPv2 = extism.HyperMCPv2
 	// ABIMCPRun is the mcp.run servlet ABI: describe and call, like
 	// hyper-mcp v1, without hyper-mcp's host functions.
-	ABIMCPRun = "mcp-run"
+	ABIMCPRun = extism.MCPRun
 )
 
 const (
-	extismEnv  = "extism:host/env"
-	extismUser = "extism:host/user"
-)
-
-// Byte limits of an Extism plugin's host-side data. go-sdk disables vars
-// when its MaxVarBytes is zero and applies no limit to config; ours are
-// explicit.
-const (
-	// maxExtismConfigBytes caps the plugin's config as Extism sees it
-	// (keys and values); a bigger config refuses the load.
-	maxExtismConfigBytes = 1 << 20
-	// maxExtismVarBytes caps an instance's Extism vars (keys and values);
-	// a var_set beyond it fails the call.
-	maxExtismVarBytes = 1 << 20
-	// maxExtismVarKey caps one var key or config key asked for.
-	maxExtismVarKey = 4096
+	extismEnv  = extism.EnvModule
+	extismUser = extism.UserModule
 )
 
 // ABI returns the plugin's ABI: ABIDsh or one of the community ABIs.
@@ -67,7 +44,26 @@ func (p *Plugin) ABI() string {
 	return p.abi
 }
 
-func (p *Plugin) isExtism() bool { return p.abi != "" && p.abi != ABIDsh }
+// extismABI is the community ABIs (hyper-mcp v1 and v2, mcp.run) on the
+// Extism kernel: instances always start fresh, init lists the tools, a
+// tool call goes through the kernel.
+type extismABI struct{}
+
+func (extismABI) prepare(ctx context.Context, p *Plugin, wasm []byte) (map[string]bool, error) {
+	return p.prepareExtism(ctx, wasm)
+}
+
+func (extismABI) instantiate(ctx context.Context, p *Plugin, loadTime bool, facts *prompt.AgentFacts, _ time.Duration, _ bool) (*instance, error) {
+	return p.newExtismInstance(ctx, loadTime, facts)
+}
+
+func (extismABI) init(ctx context.Context, p *Plugin, tx *prompt.Tx, in *instance) error {
+	return p.extismInit(ctx, tx, in)
+}
+
+func (extismABI) callTool(ctx context.Context, in *instance, facts *prompt.AgentFacts, name string, args []byte) (tool.Result, error) {
+	return in.p.callExtismTool(ctx, in, facts, name, args)
+}
 
 // detectABI decides the module's ABI from the spec or, when the spec names
 // none, from its imports and exports.
@@ -133,148 +129,42 @@ func exportList(m map[string]api.FunctionDefinition) string {
 	return strings.Join(names, ", ")
 }
 
-// checkExtismModule checks a community module's imports against what the
-// kernel provides, signature by signature, so a mismatch is a load error
-// that names the import rather than an instantiation failure. wasm is the
-// module's bytes: a module may import only functions, and wazero lists no
-// imported globals or tables, so every import is read from them.
-func (p *Plugin) checkExtismModule(wasm []byte) error {
-	imps, err := interrupt.Imports(wasm)
-	if err != nil {
-		return fmt.Errorf("%w: read the import section: %w", ErrABI, err)
-	}
-	for _, imp := range imps {
-		if imp.Kind != "func" {
-			// The kernel's memory and globals (its heap, input and output
-			// offsets) are the host's: a guest that linked them could move
-			// or forge what the host reads back.
-			return fmt.Errorf("%w: module imports %s::%s, a %s; an Extism plugin may import only functions (the Extism kernel's, hyper-mcp's and WASI's), never a memory, global, table or tag",
-				ErrABI, imp.Module, imp.Name, imp.Kind)
-		}
-	}
-	kexp := p.kernel.ExportedFunctions()
-	for _, imp := range p.module.ImportedFunctions() {
-		mod, name, _ := imp.Import()
-		switch mod {
-		case wasi_snapshot_preview1.ModuleName:
-			continue
-		case extismEnv:
-			if !slices.Contains(kernelEnvFuncs, name) {
-				return fmt.Errorf("%w: module imports %s::%s, which the Extism kernel does not define", ErrABI, mod, name)
-			}
-		case extismUser:
-			if !slices.Contains(hyperMCPUserFuncs, name) {
-				return fmt.Errorf("%w: module imports %s::%s; this host provides hyper-mcp's host functions (%s) and nothing else there", ErrABI, mod, name, strings.Join(hyperMCPUserFuncs, ", "))
-			}
-		default:
-			return fmt.Errorf("%w: module imports %s::%s, which this host does not provide to an Extism plugin", ErrABI, mod, name)
-		}
-		k := kexp[name]
-		if !slices.Equal(k.ParamTypes(), imp.ParamTypes()) || !slices.Equal(k.ResultTypes(), imp.ResultTypes()) {
-			return fmt.Errorf("%w: module imports %s::%s as %v -> %v; the host defines it as %v -> %v", ErrABI, mod, name,
-				typeNames(imp.ParamTypes()), typeNames(imp.ResultTypes()), typeNames(k.ParamTypes()), typeNames(k.ResultTypes()))
-		}
-	}
-	exports := p.module.ExportedFunctions()
-	p.exports = map[string]bool{}
-	var need []string
-	if p.abi == ABIHyperMCPv2 {
-		need = []string{"list_tools", "call_tool"}
-	} else {
-		need = []string{"describe", "call"}
-	}
-	for _, n := range append(need, hostfns.ExportInitialize) {
-		d, ok := exports[n]
-		if !ok {
-			continue
-		}
-		want := []api.ValueType{i32}
-		if n == hostfns.ExportInitialize {
-			want = nil
-		}
-		if len(d.ParamTypes()) != 0 || !slices.Equal(d.ResultTypes(), want) {
-			return fmt.Errorf("%w: export %s has signature %v -> %v, want () -> %v", ErrABI, n,
-				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(want))
-		}
-		p.exports[n] = true
-	}
-	if _, ok := exports["_start"]; ok && !p.exports[hostfns.ExportInitialize] {
-		return fmt.Errorf("%w: the module is a command (it exports _start, not _initialize); build it as a library: -buildmode=c-shared for Go, a cdylib for Rust, -mexec-model=reactor for C", ErrABI)
-	}
-	return nil
-}
-
 // prepareExtism compiles the kernel and provides its Go functions in the
 // plugin's runtime; wasm is the module as compiled.
-func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) error {
-	cfg, err := extismConfig(p.config)
+func (p *Plugin) prepareExtism(ctx context.Context, wasm []byte) (map[string]bool, error) {
+	cfg, err := extism.Config(p.config)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%w: %w", ErrSource, err)
 	}
 	p.extConfig = cfg
 	// The kernel holds the input, output and the blocks the guest
 	// allocates; it gets a quarter of the plugin's memory cap, so guest
 	// and kernel together stay within 1.25 times the grant.
 	pages := max(p.limits.MemoryPages/4, 2)
-	if p.kernel, err = p.rt.CompileModule(ctx, kernelModule(pages)); err != nil {
-		return fmt.Errorf("compile the Extism kernel: %w", err)
+	if p.kernel, err = p.rt.CompileModule(ctx, extism.Module(pages)); err != nil {
+		return nil, fmt.Errorf("compile the Extism kernel: %w", err)
 	}
-	b := p.rt.NewHostModuleBuilder(extismGoModule)
-	for _, g := range kernelGoFuncs {
-		impl := extismImpls[g.name]
-		if impl == nil {
-			return fmt.Errorf("extism host function %s has no implementation", g.name)
+	b := p.rt.NewHostModuleBuilder(extism.GoModule)
+	for _, g := range extism.GoFuncs {
+		if !extism.Implemented(g.Name) {
+			return nil, fmt.Errorf("extism host function %s has no implementation", g.Name)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.name, impl), g.params, g.results).Export(g.name)
+		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapExtism(g.Name), g.Params, g.Results).Export(g.Name)
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
-		return fmt.Errorf("instantiate %s: %w", extismGoModule, err)
+		return nil, fmt.Errorf("instantiate %s: %w", extism.GoModule, err)
 	}
-	return p.checkExtismModule(wasm)
+	exports, err := extism.CheckModule(p.module, p.kernel, wasm, p.abi)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrABI, err)
+	}
+	return exports, nil
 }
 
-// extismConfig turns the plugin's JSON config into Extism's string map:
-// strings as they are, other values as JSON.
-func extismConfig(cfg []byte) (map[string]string, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(cfg, &m); err != nil {
-		return nil, fmt.Errorf("%w: an Extism plugin's config must be a JSON object: %w", ErrSource, err)
-	}
-	out := make(map[string]string, len(m))
-	size := 0
-	for k, v := range m {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			s = string(v)
-		}
-		out[k] = s
-		size += len(k) + len(s)
-	}
-	if size > maxExtismConfigBytes {
-		return nil, fmt.Errorf("%w: config of %d bytes exceeds the Extism config limit of %d", ErrSource, size, maxExtismConfigBytes)
-	}
-	return out, nil
-}
-
-// extismState is what an Extism instance keeps besides its guest.
-type extismState struct {
-	kernel                                            api.Module
-	kmem                                              api.Memory
-	heap, inOff, inLen, outOff, outLen, errOff, abort api.MutableGlobal
-
-	vars     map[string][]byte
-	varBytes int
-
-	// Buffers of the tool-call path, reused (mu guards them: they are
-	// used outside the instance's call, before and after it).
-	mu               sync.Mutex
-	args, res, block jsonobj.Obj
-	text             []byte
-
-	// Valid during a call.
-	abortErr    error
-	httpStatus  int32
-	httpHeaders []byte
+// extismOf is the Extism state of instance in, or nil.
+func extismOf(in *instance) *extism.Instance {
+	x, _ := in.state.(*extism.Instance)
+	return x
 }
 
 // newExtismInstance instantiates a kernel and the guest linked to it.
@@ -306,32 +196,10 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	ext := &extismState{kernel: kmod, kmem: kmod.Memory(), vars: map[string][]byte{}}
-	for name, g := range map[string]*api.MutableGlobal{kgHeap: &ext.heap, kgInOff: &ext.inOff, kgInLen: &ext.inLen,
-		kgOutOff: &ext.outOff, kgOutLen: &ext.outLen, kgErr: &ext.errOff, kgAbort: &ext.abort} {
-		*g = kmod.ExportedGlobal(name).(api.MutableGlobal)
-	}
-	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, ext: ext,
-		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
-	if facts != nil {
-		in.agentID = facts.ID
-	}
-	if p.interruptible {
-		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
-		if !ok {
-			in.close(errDiscarded)
-			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
-		}
-		in.flag = g
-	}
-	in.guard = newGuard(p.h.wd, in.flag, sl)
-	// Registered with its guard, so that haltAll and close can stop it
-	// from now on, whoever owns it (haltOpen).
-	p.byModule.Store(mod, in)
-	p.byModule.Store(kmod, in)
-	for name := range p.exports {
-		in.fns[name] = mod.ExportedFunction(name)
+	ext := extism.NewInstance(kmod)
+	in, err := p.adopt(mod, loadTime, facts, lw, jail, sl, nil, []api.Module{kmod}, ext)
+	if err != nil {
+		return nil, err
 	}
 	// Community plugins always start fresh.
 	if err := in.initialise(ctx); err != nil {
@@ -345,170 +213,61 @@ func (p *Plugin) newExtismInstance(ctx context.Context, loadTime bool, facts *pr
 // failed set); a trap, a budget kill, a host function that failed the call
 // or bad output discards the instance and comes back as err.
 func (in *instance) invokeExtism(ctx context.Context, cs *callState, export string, timeout time.Duration, input []byte) (out []byte, errMsg string, failed bool, err error) {
-	if isActive(ctx, in) {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
-	}
-	fn := in.fns[export]
-	if fn == nil {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
-	}
-	if a := activeOf(ctx); a != nil {
-		cs.root = a.root
-	}
-	if err := in.acquire(ctx, cs.rootCall()); err != nil {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
-	}
-	defer in.release()
-	if in.closed.Load() {
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
-	}
-	x := in.ext
-	g := in.guard
-	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
-	defer g.disarm()
-	if why := in.p.halted.Load(); why != nil {
-		g.halt(*why)
-	}
-	cs.ctx, cs.export, cs.guard = ctx, export, g
-	in.cur = cs
-	x.abortErr, x.httpStatus, x.httpHeaders = nil, 0, nil
-	defer func() { in.cur = nil }()
-	fail := func(err error) ([]byte, string, bool, error) {
-		in.closed.Store(true) // finalised by release, when the call lets go
-		return nil, "", false, &CallError{Plugin: in.p.name, Export: export, Err: err}
-	}
-	// Reset the kernel: every block of the last call is gone.
-	x.heap.Set(kernelBase)
-	x.outOff.Set(0)
-	x.outLen.Set(0)
-	x.errOff.Set(0)
-	x.abort.Set(0)
-	x.inOff.Set(0)
-	x.inLen.Set(0)
-	if len(input) > 0 {
-		off, err := x.writeBlock(input)
-		if err != nil {
+	err = in.call(ctx, cs, export, timeout, nil, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
+		x := extismOf(in)
+		x.Begin()
+		if err := x.SetInput(input); err != nil {
 			return fail(fmt.Errorf("input: %w", err))
 		}
-		x.inOff.Set(off)
-		x.inLen.Set(uint64(len(input)))
-	}
-	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-		if x.abortErr != nil {
-			return fail(x.abortErr)
+		if err := fn.CallWithStack(callCtx, in.stack); err != nil {
+			if why := x.Failure(); why != nil {
+				return fail(why)
+			}
+			return fail(in.guard.Why(err))
 		}
-		return fail(g.why(err))
-	}
-	if rc := int32(in.stack[0]); rc != 0 {
-		msg := fmt.Sprintf("%s returned %d", export, rc)
-		if off := x.errOff.Get(); off != 0 {
-			b, err := x.readBlock(off)
+		if rc := int32(in.stack[0]); rc != 0 {
+			errMsg, failed = fmt.Sprintf("%s returned %d", export, rc), true
+			b, set, err := x.ErrorSet()
 			if err != nil {
 				return fail(fmt.Errorf("%w: error_set: %w", ErrBadOutput, err))
 			}
-			msg = strings.ToValidUTF8(string(b), "\uFFFD")
+			if set {
+				errMsg = strings.ToValidUTF8(string(b), "\uFFFD")
+			}
+			return nil
 		}
-		return nil, msg, true, nil
-	}
-	n := x.outLen.Get()
-	if n == 0 {
-		return nil, "", false, nil
-	}
-	if n > hostfns.MaxOutputBytes {
-		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
-	}
-	off := x.outOff.Get()
-	b, ok := x.kmem.Read(uint32(off), uint32(n))
-	if !ok || off > 1<<32 {
-		return fail(fmt.Errorf("%w: output at %#x+%d is outside the kernel's memory (%d bytes)", ErrBadOutput, off, n, x.kmem.Size()))
-	}
-	return append([]byte(nil), b...), "", false, nil
-}
-
-// readBlock returns the block at off: a view of kernel memory, valid until
-// the guest runs again.
-func (x *extismState) readBlock(off uint64) ([]byte, error) {
-	heap := x.heap.Get()
-	if off < kernelBase+8 || off >= heap {
-		return nil, fmt.Errorf("offset %#x is not an allocated block", off)
-	}
-	hdr, ok := x.kmem.Read(uint32(off-8), 8)
-	if !ok {
-		return nil, fmt.Errorf("offset %#x is outside the kernel's memory", off)
-	}
-	n := binary.LittleEndian.Uint64(hdr)
-	if n > heap-off {
-		return nil, fmt.Errorf("block %#x claims %d bytes past the heap", off, n)
-	}
-	b, ok := x.kmem.Read(uint32(off), uint32(n))
-	if !ok {
-		return nil, fmt.Errorf("block %#x+%d is outside the kernel's memory", off, n)
-	}
-	return b, nil
-}
-
-// writeBlock allocates a block as the kernel's alloc does and copies b in.
-func (x *extismState) writeBlock(b []byte) (uint64, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	p := x.heap.Get() + 8
-	end := p + (uint64(len(b))+7)&^7
-	if size := uint64(x.kmem.Size()); end > size {
-		pages := (end - size + 65535) >> 16
-		if _, ok := x.kmem.Grow(uint32(pages)); !ok {
-			return 0, fmt.Errorf("%d bytes do not fit in the Extism kernel's memory (grant more memory)", len(b))
+		b, err := x.Output(hostfns.MaxOutputBytes)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrBadOutput, err))
 		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return nil, "", false, err
 	}
-	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
-	if !x.kmem.Write(uint32(p-8), hdr[:]) || !x.kmem.Write(uint32(p), b) {
-		return 0, fmt.Errorf("kernel write at %#x failed", p)
-	}
-	x.heap.Set(end)
-	return p, nil
-}
-
-// mcpTool is a tool as describe and list_tools give it.
-type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-// requestContext is hyper-mcp's PluginRequestContext.
-func (p *Plugin) requestContext() json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"id": p.reqID.Add(1), "_meta": map[string]any{}})
-	return b
+	return out, errMsg, failed, nil
 }
 
 // listTools asks the plugin for its tools in instance in.
-func (p *Plugin) listTools(ctx context.Context, in *instance) ([]mcpTool, error) {
-	export, input := "describe", []byte(nil)
-	if p.abi == ABIHyperMCPv2 {
-		export = "list_tools"
-		input, _ = json.Marshal(map[string]json.RawMessage{"context": p.requestContext()})
-	}
-	out, msg, failed, err := in.invokeExtism(ctx, &callState{}, export, p.limits.InitTimeout, input)
+func (p *Plugin) listTools(ctx context.Context, in *instance) ([]extism.Tool, error) {
+	export, _ := extism.Exports(p.abi)
+	out, msg, failed, err := in.invokeExtism(ctx, &callState{}, export, p.limits.InitTimeout, extism.ListInput(p.abi, p.nextReqID))
 	if err != nil {
 		return nil, err
 	}
 	if failed {
 		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %s", ErrGuest, msg)}
 	}
-	var r struct {
-		Tools []mcpTool `json:"tools"`
+	tools, err := extism.DecodeTools(out)
+	if err != nil {
+		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		return nil, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: want {\"tools\":[...]}: %w", ErrBadOutput, err)}
-	}
-	for i, t := range r.Tools {
-		if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
-			r.Tools[i].InputSchema = json.RawMessage(`{"type":"object"}`)
-		}
-	}
-	return r.Tools, nil
+	return tools, nil
 }
+
+// nextReqID numbers hyper-mcp's request contexts.
+func (p *Plugin) nextReqID() int64 { return p.reqID.Add(1) }
 
 // extismInit is runInit for a community plugin: its tools are its whole
 // contribution, listed once here and fixed until the plugin is reloaded.
@@ -525,7 +284,7 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 	return nil
 }
 
-func (p *Plugin) addTools(cs *callState, tools []mcpTool) error {
+func (p *Plugin) addTools(cs *callState, tools []extism.Tool) error {
 	for _, t := range tools {
 		pt := toolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 		if _, st, msg := p.contrib.register(cs, toolReg(pt)); st != 0 {
@@ -544,31 +303,15 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
-	x := in.ext
+	x := extismOf(in)
 	// The arguments are spliced into the input as they are, so they must
 	// be one JSON object; jsonobj checks that without reflection.
-	x.mu.Lock()
-	err := x.args.Parse(args)
-	x.mu.Unlock()
+	err := x.CheckArgs(args)
 	if err != nil {
 		return tool.Result{Text: fmt.Sprintf("tool arguments must be a JSON object: %v", err), IsError: true}, nil
 	}
-	export := "call"
-	input := make([]byte, 0, len(args)+len(name)+64)
-	if p.abi == ABIHyperMCPv2 {
-		export = "call_tool"
-		input = append(input, `{"request":{"name":`...)
-		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
-		input = append(input, args...)
-		input = append(input, `},"context":{"id":`...)
-		input = strconv.AppendInt(input, p.reqID.Add(1), 10)
-		input = append(input, `,"_meta":{}}}`...)
-	} else {
-		input = append(input, `{"params":{"name":`...)
-		input = append(jsonobj.AppendQuote(input, name), `,"arguments":`...)
-		input = append(input, args...)
-		input = append(input, `}}`...)
-	}
+	_, export := extism.Exports(p.abi)
+	input := extism.CallInput(p.abi, name, args, p.nextReqID)
 	out, msg, failed, err := in.invokeExtism(ctx, &callState{facts: facts}, export, p.limits.CallTimeout, input)
 	if err != nil {
 		return tool.Result{}, err
@@ -576,177 +319,12 @@ func (p *Plugin) callExtismTool(ctx context.Context, in *instance, facts *prompt
 	if failed {
 		return tool.Result{Text: msg, IsError: true}, nil
 	}
-	if text, isErr, ok := x.textResult(out); ok {
+	if text, isErr, ok := x.Text(out); ok {
 		return tool.Result{Text: text, IsError: isErr}, nil
 	}
-	text, isErr, err := mcpResultText(out)
+	text, isErr, err := extism.ResultText(out)
 	if err != nil {
 		return tool.Result{}, &CallError{Plugin: p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrBadOutput, err)}
 	}
 	return tool.Result{Text: text, IsError: isErr}, nil
-}
-
-// textResult renders the common CallToolResult, whose content blocks are
-// all text, with package jsonobj: no reflection, one allocation. ok false
-// sends the caller to mcpResultText.
-func (x *extismState) textResult(out []byte) (text string, isErr, ok bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.res.Parse(out) != nil {
-		return "", false, false
-	}
-	if v, found := x.res.Lookup("isError"); found {
-		switch v.Kind() {
-		case jsonobj.Bool:
-			isErr, _ = v.Bool()
-		case jsonobj.Null:
-		default:
-			return "", false, false
-		}
-	}
-	cv, found := x.res.Lookup("content")
-	if !found || cv.Kind() != jsonobj.Array {
-		return "", false, false
-	}
-	buf := x.text[:0]
-	n := 0
-	ok = eachObject(cv.Raw(), func(el []byte) bool {
-		if x.block.Parse(el) != nil {
-			return false
-		}
-		t, _ := x.block.Lookup("type")
-		if tb, ok := t.Verbatim(); !ok || string(tb) != "text" {
-			return false
-		}
-		tv, _ := x.block.Lookup("text")
-		if n > 0 {
-			buf = append(buf, '\n')
-		}
-		n++
-		var err error
-		buf, err = tv.AppendText(buf)
-		return err == nil
-	})
-	x.text = buf
-	if !ok || n == 0 {
-		return "", false, false
-	}
-	return string(buf), isErr, true
-}
-
-// eachObject calls fn with each element of a JSON array that jsonobj has
-// already validated; it stops with false at an element that is not an
-// object or when fn says so.
-func eachObject(arr []byte, fn func([]byte) bool) bool {
-	i := 1 // after '['
-	for {
-		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\t' || arr[i] == '\n' || arr[i] == '\r' || arr[i] == ',') {
-			i++
-		}
-		if i >= len(arr) || arr[i] == ']' {
-			return true
-		}
-		if arr[i] != '{' {
-			return false
-		}
-		start, depth, inStr := i, 0, false
-		for ; i < len(arr); i++ {
-			c := arr[i]
-			if inStr {
-				if c == '\\' {
-					i++
-				} else if c == '"' {
-					inStr = false
-				}
-				continue
-			}
-			if c == '"' {
-				inStr = true
-			} else if c == '{' || c == '[' {
-				depth++
-			} else if c == '}' || c == ']' {
-				depth--
-				if depth == 0 {
-					i++
-					break
-				}
-			}
-		}
-		if !fn(arr[start:i]) {
-			return false
-		}
-	}
-}
-
-// mcpResultText renders an MCP CallToolResult for the model: text blocks
-// as they are; images, audio and embedded resources summarised with their
-// type and size; resource links by URI.
-func mcpResultText(out []byte) (string, bool, error) {
-	var r struct {
-		Content []struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Data     string `json:"data"`
-			MimeType string `json:"mimeType"`
-			URI      string `json:"uri"`
-			Resource *struct {
-				URI      string  `json:"uri"`
-				MimeType string  `json:"mimeType"`
-				Text     *string `json:"text"`
-				Blob     string  `json:"blob"`
-			} `json:"resource"`
-		} `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		return "", false, fmt.Errorf("want an MCP CallToolResult: %w", err)
-	}
-	var sb strings.Builder
-	for i, c := range r.Content {
-		if i > 0 {
-			sb.WriteByte('\n')
-		}
-		switch c.Type {
-		case "text":
-			sb.WriteString(c.Text)
-		case "image", "audio":
-			fmt.Fprintf(&sb, "[%s: %s, %d bytes]", c.Type, orUnknown(c.MimeType), base64Len(c.Data))
-		case "resource":
-			if c.Resource == nil {
-				sb.WriteString("[resource: missing]")
-				break
-			}
-			n := base64Len(c.Resource.Blob)
-			if c.Resource.Text != nil {
-				n = len(*c.Resource.Text)
-			}
-			fmt.Fprintf(&sb, "[resource: %s, %s, %d bytes]", c.Resource.URI, orUnknown(c.Resource.MimeType), n)
-		case "resource_link":
-			fmt.Fprintf(&sb, "[resource link: %s]", c.URI)
-		default:
-			fmt.Fprintf(&sb, "[%s content]", orUnknown(c.Type))
-		}
-	}
-	if len(r.Content) == 0 && len(r.StructuredContent) > 0 {
-		sb.Write(r.StructuredContent)
-	}
-	s := sb.String()
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s, r.IsError, nil
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown type"
-	}
-	return s
-}
-
-// base64Len is the decoded size of s, without decoding it.
-func base64Len(s string) int {
-	s = strings.TrimRight(s, "=")
-	return base64.RawStdEncoding.DecodedLen(len(s))
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"testing"
 
+	kernel "github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 	extism "github.com/extism/go-sdk"
-	"github.com/tetratelabs/wazero"
 )
 
 // BenchmarkCommunityToolCall compares, in one run, a 1 KiB echo through
@@ -95,15 +95,15 @@ func goSDKCommunity(b *testing.B, path string) *extism.Plugin {
 	b.Helper()
 	ctx := context.Background()
 	var fns []extism.HostFunction
-	for _, g := range kernelGoFuncs {
-		if !containsString(hyperMCPUserFuncs, g.name) {
+	for _, g := range kernel.GoFuncs {
+		if !containsString(kernel.UserFuncs, g.Name) {
 			continue
 		}
-		params := make([]extism.ValueType, len(g.params))
-		copy(params, g.params)
-		results := make([]extism.ValueType, len(g.results))
-		copy(results, g.results)
-		fns = append(fns, extism.NewHostFunctionWithStack(g.name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		params := make([]extism.ValueType, len(g.Params))
+		copy(params, g.Params)
+		results := make([]extism.ValueType, len(g.Results))
+		copy(results, g.Results)
+		fns = append(fns, extism.NewHostFunctionWithStack(g.Name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 			clear(stack)
 		}, params, results))
 	}
@@ -112,7 +112,7 @@ func goSDKCommunity(b *testing.B, path string) *extism.Plugin {
 		Memory: &extism.ManifestMemory{MaxPages: config.Limits{}.MemoryPages()},
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true,
-		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(sharedCache(b).c)}, fns)
+		RuntimeConfig: sharedCache(b).m.RuntimeConfig(false)}, fns)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 )
 
 func communityGuest(t testing.TB, name string) string {
@@ -297,8 +298,8 @@ func TestCommunityLogCap(t *testing.T) {
 		t.Fatalf("biglog: %+v, %v", res, err)
 	}
 	l := logs.String()
-	if !strings.Contains(l, strings.Repeat("x", maxExtismLog)) || strings.Contains(l, strings.Repeat("x", maxExtismLog+1)) {
-		t.Errorf("the 100000-byte message was not cut at %d bytes", maxExtismLog)
+	if !strings.Contains(l, strings.Repeat("x", extism.MaxLog)) || strings.Contains(l, strings.Repeat("x", extism.MaxLog+1)) {
+		t.Errorf("the 100000-byte message was not cut at %d bytes", extism.MaxLog)
 	}
 }
 
@@ -361,7 +362,7 @@ func TestCommunityByteLimits(t *testing.T) {
 		t.Fatalf("a var past the limit: %v", err)
 	}
 	// Config past its limit refuses the load.
-	big := strings.Repeat("x", maxExtismConfigBytes)
+	big := strings.Repeat("x", extism.MaxConfigBytes)
 	_, err = newHost(t).Load(ctx, Spec{Name: "v1", Source: communityGuest(t, "mcp-v1"), Config: cfg(t, map[string]any{"k": big})})
 	if !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), "exceeds the Extism config limit") {
 		t.Fatalf("big config: %v", err)

@@ -3,6 +3,8 @@ package plugin
 import (
 	"errors"
 	"fmt"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 )
 
 // Sentinel errors. Errors returned by the host wrap one of these with the
@@ -21,11 +23,11 @@ var (
 	// overflow, out of memory, a Go panic...). The instance is discarded.
 	ErrTrap = errors.New("plugin trapped")
 	// ErrComputeBudget: a call exceeded its compute budget and was killed.
-	ErrComputeBudget = errors.New("plugin exceeded its compute budget")
+	ErrComputeBudget = budget.ErrComputeBudget
 	// ErrWallClock: a call exceeded its wall-clock cap
 	// (grants.limits.wall_timeout), which counts waits too, and was
 	// killed.
-	ErrWallClock = errors.New("plugin exceeded its wall-clock cap")
+	ErrWallClock = budget.ErrWallClock
 	// ErrDeadlock: a call would wait for an instance held by a call that
 	// waits, directly or not, for this one (two plugins emitting each
 	// other's events, say); it is refused instead of waiting forever.
@@ -61,3 +63,13 @@ func (e *CallError) Error() string {
 }
 
 func (e *CallError) Unwrap() error { return e.Err }
+
+// Why a call was stopped by the host rather than by its own limits.
+var (
+	errUnloaded = errors.New("the plugin was unloaded")
+	errAgentEnd = errors.New("the agent ended")
+	errHostDown = errors.New("the plugin host closed")
+	errReplaced = errors.New("the plugin was reloaded")
+	// errDiscarded: an instance that failed is closed; no call runs in it.
+	errDiscarded = errors.New("the instance was discarded")
+)

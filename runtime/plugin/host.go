@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
@@ -161,7 +162,7 @@ type Host struct {
 	// once by New: the one list of what plugins may not reach.
 	hostState HostState
 
-	wd *watchdog // enforces the compute budgets of calls in progress
+	wd *budget.Watchdog // enforces the compute budgets of calls in progress
 	// workdirs are the agents' opened working directories (BindWorkdir).
 	workdirs workdirs
 
@@ -189,7 +190,7 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("plugin.New: Options.Registry is required")
 	}
 	h := &Host{reg: opts.Registry, bus: opts.Bus, log: opts.Logger, builtins: opts.Builtins,
-		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, lazy: opts.LazyCompile, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: newWatchdog()}
+		cache: opts.Cache, state: opts.State, subagents: opts.Subagents, lazy: opts.LazyCompile, plugins: map[string]*Plugin{}, tools: map[string]*Plugin{}, wd: budget.NewWatchdog(classifyTrap)}
 	if h.bus == nil {
 		h.bus = events.New(h.log)
 	}
@@ -522,7 +523,7 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	h.wd.stop()
+	h.wd.Stop()
 	if h.ownCache {
 		errs = append(errs, h.cache.Close(ctx))
 	}

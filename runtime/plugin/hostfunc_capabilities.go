@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 // hostCapabilities implements capabilities_declare: during dsh_init, the
@@ -15,7 +16,7 @@ func hostCapabilities(in *instance, cs *callState, req []byte) ([]byte, hostfns.
 		return nil, hostfns.ErrDenied, "capabilities can be declared only during dsh_init"
 	}
 	var c hostfns.Capabilities
-	if st, msg := decode(req, &c); st != 0 {
+	if st, msg := dsh.Decode(req, &c); st != 0 {
 		return nil, st, msg
 	}
 	for _, f := range c.FS {

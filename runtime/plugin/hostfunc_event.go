@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 func validEventName(s string) bool {
@@ -30,7 +31,7 @@ func validEventName(s string) bool {
 // to an event or join a waterfall the plugin is granted.
 func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SubscribeRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	p := in.p
@@ -107,7 +108,7 @@ func eventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
 // namespace, outside dsh_init and dsh_setup.
 func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.EmitRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	ns := eventNamespace(in.p.name)
@@ -125,7 +126,7 @@ func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Sta
 		if errors.Is(err, ErrDeadlock) {
 			return nil, hostfns.ErrDenied, err.Error()
 		}
-		if cs.guard.stopped() != nil {
+		if cs.guard.Stopped() != nil {
 			return nil, hostfns.ErrCanceled, err.Error()
 		}
 		return nil, hostfns.ErrInternal, err.Error()

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 // execManager returns the exec manager of a call's session, creating it.
@@ -130,7 +131,7 @@ func toExecStatus(s execjail.Status) hostfns.ExecStatus {
 func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error)) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.ExecRequest
-		if st, msg := decode(req, &r); st != 0 {
+		if st, msg := dsh.Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
 		m, st, msg := in.p.execManager(cs)
@@ -198,7 +199,7 @@ var hostExecStart = hostExec(func(p *Plugin, m *execjail.Manager, cs *callState,
 func hostExecTask(kill bool) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.TaskRequest
-		if st, msg := decode(req, &r); st != 0 {
+		if st, msg := dsh.Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
 		m, st, msg := in.p.execManager(cs)

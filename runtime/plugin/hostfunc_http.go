@@ -8,12 +8,13 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 // hostHTTPRequest implements http_request through the plugin's net grant.
 func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.HTTPRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	f := in.p.sandbox.net

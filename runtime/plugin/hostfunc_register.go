@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 func registrationStatus(err error, plugin string, max int) (hostfns.Status, string) {
@@ -66,7 +67,7 @@ func (c *contrib) needExport(export, what string) (hostfns.Status, string) {
 // hostSectionRegister implements section_register, static or dynamic.
 func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SectionRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	p := in.p
@@ -91,7 +92,7 @@ func hostSectionRegister(in *instance, cs *callState, req []byte) ([]byte, hostf
 // from the plugin's dsh_variable per assembly.
 func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.NameRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	p := in.p
@@ -108,7 +109,7 @@ func hostVariableRegister(in *instance, cs *callState, req []byte) ([]byte, host
 // hostToolRegister implements tool_register; calls go to dsh_tool.
 func hostToolRegister(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.ToolRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	p := in.p
@@ -130,7 +131,7 @@ func toolOf(r hostfns.ToolRequest) prompt.Tool {
 func hostUnregister(kind string) hostImpl {
 	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.NameRequest
-		if st, msg := decode(req, &r); st != 0 {
+		if st, msg := dsh.Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
 		c := in.p.contrib

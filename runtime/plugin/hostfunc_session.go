@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
@@ -28,7 +29,7 @@ type appendQuota struct {
 // granted type, recorded in the calling agent's session within quotas.
 func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SessionEventRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	p := in.p

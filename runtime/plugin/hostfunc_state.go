@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // hostStateGet implements state_get, in the call's state scope.
 func hostStateGet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.StateGetRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	v, ok, err := in.p.h.state.Get(in.p.name, stateScope(cs), r.Key)
@@ -33,7 +34,7 @@ const (
 // value deletes the key.
 func hostStateSet(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.StateSetRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	if r.Key == "" || len(r.Key) > maxStateKey {

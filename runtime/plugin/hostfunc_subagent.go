@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 // maxSubagentRunsPerCall bounds the children one tool call may run: the
@@ -19,7 +20,7 @@ const maxSubagentRunsPerCall = 8
 func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	if len(req) > 0 {
 		var r struct{}
-		if st, msg := decode(req, &r); st != 0 {
+		if st, msg := dsh.Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
 	}
@@ -38,7 +39,7 @@ func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hos
 // agent, a child on a granted provider, waited for.
 func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SubagentRunRequest
-	if st, msg := decode(req, &r); st != 0 {
+	if st, msg := dsh.Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
 	p := in.p

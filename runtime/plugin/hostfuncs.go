@@ -2,12 +2,11 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -17,26 +16,21 @@ import (
 // an implementation that keeps any of it copies it (decode does).
 type hostImpl func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string)
 
-var i32x4 = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}
-
-// instantiateHostModule provides dsh:host/v1 in the plugin's runtime:
-// exactly the functions of hostfns.Funcs.
+// instantiateHostModule provides dsh:host/v1 in the plugin's runtime.
 func (p *Plugin) instantiateHostModule(ctx context.Context) error {
-	b := p.rt.NewHostModuleBuilder(hostfns.Module)
-	for _, f := range hostfns.Funcs {
-		if f.Name == hostfns.FnTake {
-			b.NewFunctionBuilder().WithGoModuleFunction(p.hostTake(),
-				[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(f.Name)
-			continue
-		}
+	return dsh.Instantiate(ctx, p.rt, func(f hostfns.Func) (api.GoModuleFunc, error) {
 		impl := hostImpls[f.Name]
 		if impl == nil {
-			return fmt.Errorf("host function %s has no implementation", f.Name)
+			return nil, fmt.Errorf("host function %s has no implementation", f.Name)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(p.wrapHost(f, impl), i32x4, []api.ValueType{api.ValueTypeI64}).Export(f.Name)
-	}
-	_, err := b.Instantiate(ctx)
-	return err
+		return p.wrapHost(f, impl), nil
+	}, p.hostTake())
+}
+
+// requestLimit is the largest request the host reads for fn, and what
+// sets it when that is not hostfns.MaxRequestBytes.
+func (p *Plugin) requestLimit(fn string) (uint32, string) {
+	return dsh.RequestLimit(fn, p.limits.PromptBytes)
 }
 
 // hostImpls is the table of dsh:host/v1: each ABI function's name and its
@@ -44,8 +38,9 @@ func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 // hostfunc_<group>.go: log, capabilities, register (sections, variables,
 // tools), event, state, env, exec, http, session (session events) and
 // subagent. This file holds the table and what every function shares:
-// the calling convention (wrapHost, serve, deliver, take), request limits,
-// the host byte budget and strict decoding.
+// the calling convention (wrapHost, serve, deliver, take) and the host
+// byte budget. Package internal/abi/dsh holds the module's shape, the
+// request limits and strict decoding.
 //
 // It is filled in init: instantiating the host module reads it, and the
 // implementations reach instantiation again (a lazy plugin compiles its
@@ -78,19 +73,6 @@ func init() {
 	}
 }
 
-// setupNeutral are the host functions whose answers in dsh_setup are the
-// same for every agent: logging, and the load-time functions, which a
-// per-agent instance's setup may call but which register nothing. A setup
-// that called only these can be part of an instance image (image.go). They
-// are also the functions a dsh_init may call and still be recorded for a
-// lazy load (manifest.go): each answer depends only on the request, the
-// plugin's key and the registry, which a replay consults again.
-var setupNeutral = map[string]bool{
-	hostfns.FnLog: true, hostfns.FnSectionRegister: true, hostfns.FnSectionUnregister: true,
-	hostfns.FnVariableRegister: true, hostfns.FnVariableUnregister: true, hostfns.FnToolRegister: true,
-	hostfns.FnToolUnregister: true, hostfns.FnEventSubscribe: true, hostfns.FnCapabilities: true,
-}
-
 // wrapHost adapts impl to the calling convention. It validates the
 // pointers, the size and the UTF-8 of the request, charges the call's
 // host byte budget, and delivers the result. The compute budget keeps
@@ -108,13 +90,13 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 			return
 		}
 		cs := in.cur
-		if cs.setup && !setupNeutral[f.Name] {
+		if cs.setup && !dsh.SetupNeutral[f.Name] {
 			cs.scoped = true // this dsh_setup's outcome may depend on the agent
 		}
 		in.pending = nil // a payload not taken is gone at the next host call
 		inPtr, inLen := uint32(stack[0]), uint32(stack[1])
 		outPtr, outCap := uint32(stack[2]), uint32(stack[3])
-		if err := cs.guard.stopped(); err != nil {
+		if err := cs.guard.Stopped(); err != nil {
 			stack[0] = in.deliver(hostfns.ErrCanceled, []byte(f.Name+": the call was stopped: "+err.Error()), outPtr, outCap)
 			return
 		}
@@ -202,31 +184,6 @@ func (cs *callState) chargeHost(p *Plugin, n int64) bool {
 	return true
 }
 
-// smallRequest caps the requests of host functions whose requests are
-// small by nature (a name, a key, an id): a longer one is refused before
-// the host reads it.
-const smallRequest = 4 << 10
-
-// requestLimit is the largest request the host reads for fn, and what
-// sets it when that is not hostfns.MaxRequestBytes.
-func (p *Plugin) requestLimit(fn string) (uint32, string) {
-	switch fn {
-	case hostfns.FnStateGet, hostfns.FnEnvGet, hostfns.FnExecPoll, hostfns.FnExecKill,
-		hostfns.FnSectionUnregister, hostfns.FnVariableUnregister, hostfns.FnToolUnregister,
-		hostfns.FnVariableRegister, hostfns.FnEventSubscribe:
-		return smallRequest, " (its requests are small by nature)"
-	case hostfns.FnCapabilities:
-		return 64 << 10, " (its requests are small by nature)"
-	case hostfns.FnSectionRegister, hostfns.FnToolRegister:
-		// The text counts against prompt_bytes once decoded; JSON may
-		// escape a byte in up to six.
-		if l := 6*p.limits.PromptBytes + smallRequest; l < hostfns.MaxRequestBytes {
-			return uint32(l), fmt.Sprintf(" (the plugin's grants.limits.prompt_bytes is %d)", p.limits.PromptBytes)
-		}
-	}
-	return hostfns.MaxRequestBytes, ""
-}
-
 // deliver writes payload to the out buffer if it fits, or keeps it for
 // take, and returns the result word.
 func (in *instance) deliver(st hostfns.Status, payload []byte, outPtr, outCap uint32) uint64 {
@@ -266,20 +223,6 @@ func (p *Plugin) take(mod api.Module, stack []uint64) {
 	stack[0] = uint64(n)
 }
 
-// decode unmarshals req strictly: unknown fields are an error, so a typo
-// in a plugin's request is caught rather than ignored.
-func decode(req []byte, v any) (hostfns.Status, string) {
-	d := json.NewDecoder(strings.NewReader(string(req)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return hostfns.ErrBadJSON, fmt.Sprintf("bad request: %v", err)
-	}
-	if d.More() {
-		return hostfns.ErrBadJSON, "bad request: data after the JSON value"
-	}
-	return hostfns.StatusOK, ""
-}
-
 // boundedWait starts a wait another grant bounds (an exec timeout, the net
 // timeout; later a subagent's own budget): it is left out of the compute
 // budget, except in dsh_init and dsh_setup, whose budget counts every
@@ -287,13 +230,13 @@ func decode(req []byte, v any) (hostfns.Status, string) {
 // stopped. Pair it with endBoundedWait.
 func (cs *callState) boundedWait() context.Context {
 	if !cs.init && !cs.setup {
-		cs.guard.beginWait()
+		cs.guard.BeginWait()
 	}
-	return cs.guard.hostCtx()
+	return cs.guard.HostCtx()
 }
 
 func (cs *callState) endBoundedWait() {
 	if !cs.init && !cs.setup {
-		cs.guard.endWait()
+		cs.guard.EndWait()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 )
 
 // fromImage reports whether agent id's instance of p started from an image.
@@ -148,24 +149,20 @@ func TestSmallModulesStartFresh(t *testing.T) {
 			t.Fatalf("%s started from an image of a %d-byte memory", id, p.load.mem.Size())
 		}
 	}
-	p.images.mu.Lock()
-	n := len(p.images.byEnv)
-	p.images.mu.Unlock()
-	if n != 0 {
+	if n := p.images.Len(); n != 0 {
 		t.Fatalf("%d images recorded for a small module", n)
 	}
 }
 
 // imageOf returns the image recorded for the environment of an agent
 // without fs grants (the load-time instance's).
-func imageOf(t *testing.T, p *Plugin) *image {
+func imageOf(t *testing.T, p *Plugin) *image.Image {
 	t.Helper()
-	p.images.mu.Lock()
-	defer p.images.mu.Unlock()
-	img := p.images.byEnv[p.environment(nil, p.envList())]
+	img := p.images.For(p.environment(nil, p.envList()))
 	if img == nil {
 		t.Fatal("no image recorded")
 	}
+	img.Release()
 	return img
 }
 
@@ -199,7 +196,7 @@ func TestImagesIncludeANeutralSetup(t *testing.T) {
 					t.Fatalf("%s did not start from an image", id)
 				}
 			}
-			if got := imageOf(t, p).setupDone; got != c.setupDone {
+			if got := imageOf(t, p).SetupDone(); got != c.setupDone {
 				t.Fatalf("the image includes dsh_setup: %v, want %v", got, c.setupDone)
 			}
 		})

@@ -18,7 +18,10 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -54,10 +57,14 @@ type instance struct {
 	scratch []byte
 
 	ctxJSON atomic.Pointer[ctxCache]
-	sleep   *sleeper
-	guard   *guard // watches each call's budget; re-armed per call
+	sleep   *budget.Sleeper
+	guard   *budget.Guard // watches each call's budget; re-armed per call
 
-	ext *extismState // an Extism plugin's kernel and state; nil for dsh
+	// linked are the modules the ABI instantiated beside the guest for
+	// it alone (an Extism plugin's kernel), closed with it; state is the
+	// ABI's own state of the instance (nil for dsh:host/v1).
+	linked []api.Module
+	state  any
 
 	logw io.Closer
 	jail *fsjail.Jail      // nil without fs grants
@@ -65,30 +72,30 @@ type instance struct {
 	// memg is the memory when it lives outside the Go heap: guest code may
 	// run only between enterMem and leaveMem. fromImage: the instance
 	// started from an image instead of running its initialiser.
-	memg      memGuard
+	memg      image.MemGuard
 	fromImage bool
 }
 
 func (in *instance) enterMem() {
 	if in.memg != nil {
-		in.memg.enter()
+		in.memg.Enter()
 	}
 }
 
 func (in *instance) leaveMem() {
 	if in.memg != nil {
-		in.memg.leave()
+		in.memg.Leave()
 	}
 }
 
 // callState is what host functions know about the call in progress.
 type callState struct {
 	ctx    context.Context // the caller's context, carrying the agent
-	guard  *guard
+	guard  *budget.Guard
 	tx     *prompt.Tx // set during dsh_init: registrations join it
 	init   bool       // in dsh_init
 	setup  bool       // in dsh_setup
-	scoped bool       // dsh_setup called a host function that is not setupNeutral
+	scoped bool       // dsh_setup called a host function that is not dsh.SetupNeutral
 	rec    *recorder  // set during a dsh_init whose host calls are recorded (manifest.go)
 	replay *replayer  // set during a dsh_init answered from such a record
 	// held, when set, is called with the call's outcome while the instance
@@ -146,21 +153,21 @@ func (p *Plugin) envList() []string {
 // moduleConfig is an instance's module config: WASI with the real
 // clocks, a sleep the budget can wake, stdio to the log, the granted
 // environment and the fs jail.
-func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wazero.ModuleConfig, *lineLogger, *sleeper, *fsjail.Jail, error) {
+func (p *Plugin) moduleConfig(facts *prompt.AgentFacts, shift time.Duration) (wazero.ModuleConfig, *lineLogger, *budget.Sleeper, *fsjail.Jail, error) {
 	lw := newLineLogger(p)
-	sl := &sleeper{}
+	sl := &budget.Sleeper{}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
 		WithArgs(p.name).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithNanosleep(sl.sleep).
+		WithNanosleep(sl.Sleep).
 		WithRandSource(rand.Reader).
 		WithStdout(lw).
 		WithStderr(lw)
 	if shift != 0 {
-		cfg = cfg.WithWalltime(shiftedClock(shift), sys.ClockResolution(time.Microsecond.Nanoseconds()))
+		cfg = cfg.WithWalltime(lazy.ShiftedClock(shift), sys.ClockResolution(time.Microsecond.Nanoseconds()))
 	}
 	for _, name := range p.grants().Env {
 		if v, ok := os.LookupEnv(name); ok {
@@ -195,9 +202,13 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	if err := p.ensureCompiled(ctx); err != nil {
 		return nil, err
 	}
-	if p.isExtism() {
-		return p.newExtismInstance(ctx, loadTime, facts)
-	}
+	return p.kind().instantiate(ctx, p, loadTime, facts, shift, bare)
+}
+
+// newDshInstance makes an instance of a dsh:host/v1 plugin (see
+// newInstanceWith): from an image when there is one, set up with
+// dsh_setup or a re-run of the load-time history.
+func (p *Plugin) newDshInstance(ctx context.Context, loadTime bool, facts *prompt.AgentFacts, shift time.Duration, bare bool) (*instance, error) {
 	cfg, lw, sl, jail, err := p.moduleConfig(facts, shift)
 	if err != nil {
 		return nil, err
@@ -207,11 +218,11 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	// Go heap. A fresh instance of a module with a large memory gets a
 	// zeroed mapping from the same allocator (mapFresh); others keep
 	// wazero's own memory.
-	var alloc allocation
-	var img *image
+	var alloc image.Allocation
+	var img *image.Image
 	env := ""
 	ictx := ctx
-	var hist *history
+	var hist *lazy.History
 	if !bare {
 		hist = p.historyFor(loadTime)
 	}
@@ -223,12 +234,12 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 			img = p.imageFor(env)
 		}
 		if img != nil || p.mapFresh {
-			ictx = instantiateContext(ctx, img, &alloc)
+			ictx = image.InstantiateContext(ctx, img, &alloc)
 		}
 	}
 	mod, err := p.rt.InstantiateModule(ictx, p.module, cfg)
 	if img != nil {
-		img.mem.release() // mapped (or not) by now
+		img.Release() // mapped (or not) by now
 	}
 	if err != nil {
 		lw.Close()
@@ -237,30 +248,13 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		}
 		return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: classifyTrap(err)}
 	}
-	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
-		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: alloc.guard,
-		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
-	if facts != nil {
-		in.agentID = facts.ID
-	}
-	if p.interruptible {
-		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
-		if !ok {
-			in.close(errDiscarded)
-			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
-		}
-		in.flag = g
-	}
-	in.guard = newGuard(p.h.wd, in.flag, sl)
-	// Registered with its guard, so that haltAll and close can stop it
-	// from now on, whoever owns it (haltOpen).
-	p.byModule.Store(mod, in)
-	for name := range p.exports {
-		in.fns[name] = mod.ExportedFunction(name)
+	in, err := p.adopt(mod, loadTime, facts, lw, jail, sl, alloc.Guard, nil, nil)
+	if err != nil {
+		return nil, err
 	}
 	in.alloc = in.fns[hostfns.ExportAlloc]
-	if alloc.imaged {
-		if err := img.restore(mod, p.snapGlobals); err != nil {
+	if alloc.Imaged {
+		if err := img.Restore(mod, p.snapGlobals); err != nil {
 			in.close(errDiscarded)
 			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("from image: %w", err)}
 		}
@@ -270,7 +264,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 			return nil, err
 		}
 		if p.snapshots && !bare {
-			p.capture(mod, env, alloc.guard)
+			p.capture(mod, env, alloc.Guard)
 		}
 	}
 	if err := in.checkVersion(ctx); err != nil {
@@ -301,7 +295,7 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 		p.dropHistory()
 		return p.newInstance(ctx, loadTime, facts)
 	}
-	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.setupDone) {
+	if in.fns[hostfns.ExportSetup] == nil || (in.fromImage && img.SetupDone()) {
 		return in, nil
 	}
 	cs := &callState{setup: true, facts: facts}
@@ -316,7 +310,42 @@ func (p *Plugin) newInstanceWith(ctx context.Context, loadTime bool, facts *prom
 	if !cs.scoped {
 		// A setup that asked the host nothing about the agent ends in the
 		// same state for every agent: later instances can skip it too.
-		p.captureSetup(mod, env, alloc.guard)
+		p.captureSetup(mod, env, alloc.Guard)
+	}
+	return in, nil
+}
+
+// adopt makes the instance of a module just instantiated, for every ABI:
+// it takes over the module's logger, jail and sleeper, the memory guard
+// (nil on the Go heap), the modules instantiated beside it for it alone
+// (linked) and the ABI's state; finds the interrupt flag and the exports;
+// and registers it with its budget guard, so that haltAll and close can
+// stop it from now on, whoever owns it (haltOpen). On failure what it
+// took over is closed.
+func (p *Plugin) adopt(mod api.Module, loadTime bool, facts *prompt.AgentFacts, lw *lineLogger, jail *fsjail.Jail,
+	sl *budget.Sleeper, memg image.MemGuard, linked []api.Module, state any) (*instance, error) {
+	in := &instance{p: p, mod: mod, mem: mod.Memory(), fns: map[string]api.Function{},
+		loadTime: loadTime, stack: make([]uint64, 2), logw: lw, jail: jail, sleep: sl, memg: memg,
+		linked: linked, state: state,
+		sem: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+	if facts != nil {
+		in.agentID = facts.ID
+	}
+	if p.interruptible {
+		g, ok := mod.ExportedGlobal(interrupt.Global).(api.MutableGlobal)
+		if !ok {
+			in.close(errDiscarded)
+			return nil, &CallError{Plugin: p.name, Export: "instantiate", Err: fmt.Errorf("%w: the interrupt flag is missing", ErrABI)}
+		}
+		in.flag = g
+	}
+	in.guard = budget.NewGuard(p.h.wd, in.flag, sl)
+	p.byModule.Store(mod, in)
+	for _, m := range linked {
+		p.byModule.Store(m, in)
+	}
+	for name := range p.exports {
+		in.fns[name] = mod.ExportedFunction(name)
 	}
 	return in, nil
 }
@@ -336,16 +365,16 @@ func (in *instance) initialise(ctx context.Context) error {
 			continue
 		}
 		in.enterMem()
-		callCtx := in.guard.arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
+		callCtx := in.guard.Arm(ctx, p.limits.InitTimeout, p.limits.WallTimeout)
 		if why := p.halted.Load(); why != nil {
-			in.guard.halt(*why)
+			in.guard.Halt(*why)
 		}
 		_, err := f.Call(callCtx)
-		in.guard.disarm()
+		in.guard.Disarm()
 		in.leaveMem()
 		if err != nil {
 			in.close(errDiscarded)
-			return &CallError{Plugin: p.name, Export: name, Err: in.guard.why(err)}
+			return &CallError{Plugin: p.name, Export: name, Err: in.guard.Why(err)}
 		}
 	}
 	return nil
@@ -354,11 +383,11 @@ func (in *instance) initialise(ctx context.Context) error {
 func (in *instance) checkVersion(ctx context.Context) error {
 	// Guest code, so under a budget like any other call.
 	in.enterMem()
-	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.arm(ctx, in.p.limits.InitTimeout, in.p.limits.WallTimeout))
-	in.guard.disarm()
+	r, err := in.fns[hostfns.ExportABIVersion].Call(in.guard.Arm(ctx, in.p.limits.InitTimeout, in.p.limits.WallTimeout))
+	in.guard.Disarm()
 	in.leaveMem()
 	if err != nil {
-		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.why(err)}
+		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion, Err: in.guard.Why(err)}
 	}
 	if v := int32(r[0]); v != hostfns.ABIVersion {
 		return &CallError{Plugin: in.p.name, Export: hostfns.ExportABIVersion,
@@ -388,7 +417,7 @@ func (in *instance) closeBy(why error, deadline time.Time) bool {
 	in.closed.Store(true)
 	in.closeOnce.Do(func() { close(in.closing) })
 	if in.guard != nil {
-		in.guard.halt(why)
+		in.guard.Halt(why)
 	}
 	select {
 	case in.sem <- struct{}{}:
@@ -417,16 +446,16 @@ func (in *instance) finalize() {
 	in.closeOnce.Do(func() { close(in.closing) })
 	in.p.byModule.Delete(in.mod)
 	in.mod.Close(context.Background())
-	if in.ext != nil {
-		in.p.byModule.Delete(in.ext.kernel)
-		in.ext.kernel.Close(context.Background())
+	for _, m := range in.linked {
+		in.p.byModule.Delete(m)
+		m.Close(context.Background())
 	}
 	in.logw.Close()
 	if in.jail != nil {
 		in.jail.Close()
 	}
 	if in.guard != nil {
-		in.guard.release()
+		in.guard.Release()
 	}
 	close(in.done)
 }
@@ -435,109 +464,132 @@ func (in *instance) finalize() {
 // call) while this call waited for it; CallTool retries on a fresh one.
 var errInstanceClosed = errors.New("instance closed")
 
-// invoke calls export with the input frame made of parts joined by NUL,
-// under a compute budget of timeout. A guest failure (trap, budget, bad
-// output) discards the instance and is returned as a *CallError; the
-// export's own status comes back as st.
-func (in *instance) invoke(ctx context.Context, cs *callState, export string, timeout time.Duration, parts ...[]byte) (st hostfns.OutStatus, out []byte, err error) {
+// call is one guest call of export in the instance, for every ABI: it
+// refuses a reentrant call, waits for the instance (the wait-for graph),
+// refuses a discarded instance or an ended context, arms the compute
+// budget of timeout and makes cs the call in progress; run then does the
+// ABI's part with the context to call the guest under. A guest failure
+// goes through fail, which discards the instance and wraps the cause in a
+// *CallError. held, if not nil, sees the call's outcome while the
+// instance is still held.
+func (in *instance) call(ctx context.Context, cs *callState, export string, timeout time.Duration, held func(error),
+	run func(callCtx context.Context, fn api.Function, fail func(error) error) error) (err error) {
 	if isActive(ctx, in) {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
+		return &CallError{Plugin: in.p.name, Export: export, Err: errors.New("reentrant call into an instance that is already running")}
 	}
 	fn := in.fns[export]
 	if fn == nil {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
+		return &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: the plugin does not export %s", ErrABI, export)}
 	}
 	if a := activeOf(ctx); a != nil {
 		cs.root = a.root
 	}
 	if err := in.acquire(ctx, cs.rootCall()); err != nil {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+		return &CallError{Plugin: in.p.name, Export: export, Err: err}
 	}
 	defer in.release()
-	if cs.held != nil {
-		defer func() { cs.held(st, out, err) }()
+	if held != nil {
+		defer func() { held(err) }()
 	}
 	if in.closed.Load() {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
+		return &CallError{Plugin: in.p.name, Export: export, Err: errInstanceClosed}
 	}
 	// A call whose context has already ended never enters the guest: the
 	// guest checks its kill flag only every FuelPerCheck units, so a short
 	// call would otherwise run to completion. The instance stays whole.
 	if ctx.Err() != nil {
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
+		return &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("call cancelled before it started: %w", context.Cause(ctx))}
 	}
 	g := in.guard
-	callCtx := g.arm(ctx, timeout, in.p.limits.WallTimeout)
-	defer g.disarm()
+	callCtx := g.Arm(ctx, timeout, in.p.limits.WallTimeout)
+	defer g.Disarm()
 	if why := in.p.halted.Load(); why != nil {
-		g.halt(*why) // the plugin is going: this call stops at once
+		g.Halt(*why) // the plugin is going: this call stops at once
 	}
 	cs.ctx = ctx
 	cs.export = export
 	cs.guard = g
 	in.cur = cs
-	in.pending = nil
-	defer func() { in.cur, in.pending = nil, nil }()
+	defer func() { in.cur = nil }()
 	in.enterMem()
 	defer in.leaveMem()
-
-	fail := func(err error) (hostfns.OutStatus, []byte, error) {
+	return run(callCtx, fn, func(err error) error {
 		in.closed.Store(true) // finalised by release, when the call lets go
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: err}
+		return &CallError{Plugin: in.p.name, Export: export, Err: err}
+	})
+}
+
+// invoke calls a dsh:host/v1 export with the input frame made of parts
+// joined by NUL, under a compute budget of timeout. A guest failure
+// (trap, budget, bad output) discards the instance and is returned as a
+// *CallError; the export's own status comes back as st.
+func (in *instance) invoke(ctx context.Context, cs *callState, export string, timeout time.Duration, parts ...[]byte) (st hostfns.OutStatus, out []byte, err error) {
+	var held func(error)
+	if cs.held != nil {
+		held = func(err error) { cs.held(st, out, err) }
 	}
-	size := len(parts) - 1
-	for _, b := range parts {
-		size += len(b)
-	}
-	ptr := uint32(0)
-	if size > 0 {
-		in.stack[0] = uint64(uint32(size))
-		if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
-			return fail(g.why(err))
+	err = in.call(ctx, cs, export, timeout, held, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
+		in.pending = nil
+		defer func() { in.pending = nil }()
+		size := len(parts) - 1
+		for _, b := range parts {
+			size += len(b)
 		}
-		ptr = uint32(in.stack[0])
-		if ptr == 0 || !in.writeFrame(ptr, parts) {
-			return fail(fmt.Errorf("%w: dsh_alloc(%d) returned %#x, not %d writable bytes", ErrBadOutput, size, ptr, size))
-		}
-	}
-	in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
-	if err := fn.CallWithStack(callCtx, in.stack); err != nil {
-		return fail(g.why(err))
-	}
-	optr, n := hostfns.UnpackPtr(in.stack[0])
-	if n == 0 {
-		return hostfns.OutOK, nil, nil
-	}
-	if n > hostfns.MaxOutputBytes {
-		return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
-	}
-	if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
-		// Refused before the host copies it; the guest is whole, so its
-		// instance stays.
-		err := fmt.Errorf("%d bytes of output, %d allowed", n-1, cs.maxOut)
-		if cs.quotaErr != nil {
-			if qe := cs.quotaErr(int64(n) - 1); qe != nil {
-				err = qe
+		ptr := uint32(0)
+		if size > 0 {
+			in.stack[0] = uint64(uint32(size))
+			if err := in.alloc.CallWithStack(callCtx, in.stack); err != nil {
+				return fail(in.guard.Why(err))
+			}
+			ptr = uint32(in.stack[0])
+			if ptr == 0 || !in.writeFrame(ptr, parts) {
+				return fail(fmt.Errorf("%w: dsh_alloc(%d) returned %#x, not %d writable bytes", ErrBadOutput, size, ptr, size))
 			}
 		}
-		return 0, nil, &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrQuota, err)}
+		in.stack[0], in.stack[1] = uint64(ptr), uint64(uint32(size))
+		if err := fn.CallWithStack(callCtx, in.stack); err != nil {
+			return fail(in.guard.Why(err))
+		}
+		optr, n := hostfns.UnpackPtr(in.stack[0])
+		if n == 0 {
+			st = hostfns.OutOK
+			return nil
+		}
+		if n > hostfns.MaxOutputBytes {
+			return fail(fmt.Errorf("%w: %d bytes of output exceed the limit of %d", ErrBadOutput, n, hostfns.MaxOutputBytes))
+		}
+		if cs.maxOut > 0 && int64(n)-1 > cs.maxOut {
+			// Refused before the host copies it; the guest is whole, so its
+			// instance stays.
+			err := fmt.Errorf("%d bytes of output, %d allowed", n-1, cs.maxOut)
+			if cs.quotaErr != nil {
+				if qe := cs.quotaErr(int64(n) - 1); qe != nil {
+					err = qe
+				}
+			}
+			return &CallError{Plugin: in.p.name, Export: export, Err: fmt.Errorf("%w: %w", ErrQuota, err)}
+		}
+		b, ok := in.mem.Read(optr, n)
+		if !ok {
+			return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
+		}
+		if s := hostfns.OutStatus(b[0]); s > hostfns.OutNoValue {
+			return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, s))
+		}
+		st, out = hostfns.OutStatus(b[0]), append([]byte(nil), b[1:]...)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	b, ok := in.mem.Read(optr, n)
-	if !ok {
-		return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
-	}
-	st = hostfns.OutStatus(b[0])
-	if st > hostfns.OutNoValue {
-		return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, st))
-	}
-	return st, append([]byte(nil), b[1:]...), nil
+	return st, out, nil
 }
 
 // activeCtx is the call's context marked with its instance, for host
 // functions whose work can call back into plugins (event_emit): a call
 // back into this instance is then refused as reentrant.
 func (cs *callState) activeCtx(in *instance) context.Context {
-	return context.WithValue(cs.guard.hostCtx(), activeKey{}, &activeSet{inst: in, root: cs.rootCall(), next: activeOf(cs.ctx)})
+	return context.WithValue(cs.guard.HostCtx(), activeKey{}, &activeSet{inst: in, root: cs.rootCall(), next: activeOf(cs.ctx)})
 }
 
 func activeOf(ctx context.Context) *activeSet {

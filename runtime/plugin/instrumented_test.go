@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/modcache"
 )
 
 // TestInstrumentedModulesAreCached loads a guest through a fresh on-disk
@@ -33,7 +34,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	}
 	defer c.Close(ctx)
 	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
-	store := c.instrumented()
+	store := c.m.Instrumented()
 
 	load := func() *Plugin {
 		t.Helper()
@@ -53,7 +54,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	}
 
 	readEntry := func() ([]byte, bool) {
-		b, release, ok := store.get(key, maxInstrumented)
+		b, release, ok := store.Get(key, modcache.MaxInstrumented)
 		if !ok {
 			return nil, false
 		}
@@ -61,7 +62,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		return bytes.Clone(b), true
 	}
 	load()
-	want, err := rewrite(src)
+	want, err := modcache.Rewrite(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	}
 	// The entry is named by the sha256 of its own bytes.
 	wantSum := sha256.Sum256(want)
-	if ref := store.ref(key); ref != hex.EncodeToString(wantSum[:]) {
+	if ref := store.Ref(key); ref != hex.EncodeToString(wantSum[:]) {
 		t.Fatalf("the entry is named %q, want the sha256 of the rewritten module", ref)
 	}
 
@@ -79,8 +80,8 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 	// from a fresh rewrite (a custom section appended, still valid Wasm)
 	// and check the cache hands back exactly it.
 	marked := append(bytes.Clone(want), 0, 5, 3, 'd', 's', 'h', 1)
-	store.put(key, marked)
-	if ib, err := c.instrument(digest, src); err != nil || !bytes.Equal(ib, marked) {
+	store.Put(key, marked)
+	if ib, err := c.m.Instrument(digest, src); err != nil || !bytes.Equal(ib, marked) {
 		t.Fatalf("warm lookup returned %d bytes, %v; want the stored entry", len(ib), err)
 	}
 	load()
@@ -93,7 +94,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		"a planted module": func([]byte) []byte { return append(bytes.Clone(want), 0, 6, 5, 'e', 'v', 'i', 'l', 1) },
 		"a truncated file": func(b []byte) []byte { return b[:len(b)/2] },
 	} {
-		obj := store.objPath(store.ref(key))
+		obj := store.ObjPath(store.Ref(key))
 		raw, err := os.ReadFile(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -101,7 +102,7 @@ func TestInstrumentedModulesAreCached(t *testing.T) {
 		if err := os.WriteFile(obj, change(raw), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if ib, err := c.instrument(digest, src); err != nil || !bytes.Equal(ib, want) {
+		if ib, err := c.m.Instrument(digest, src); err != nil || !bytes.Equal(ib, want) {
 			t.Fatalf("after %s the cache gave %d bytes, %v; want a fresh rewrite", what, len(ib), err)
 		}
 		if got, ok := readEntry(); !ok || !bytes.Equal(got, want) {

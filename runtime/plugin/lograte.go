@@ -3,6 +3,8 @@ package plugin
 import (
 	"sync"
 	"time"
+
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 )
 
 // logWindow is the period of Limits.LogBytes.
@@ -32,7 +34,7 @@ func (r *logRate) allow(limit int64, n int) (ok bool, notice string, dropped int
 	if r.now != nil {
 		now = r.now()
 	} else {
-		now = monotime()
+		now = budget.Monotime()
 	}
 	if !r.started || now-r.start >= logWindow {
 		dropped = r.dropped

@@ -16,6 +16,8 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 )
 
 // A load-time instance's history is what it did through the host: the
@@ -49,7 +51,7 @@ import (
 // not in the key: instead a record is written only if a second run, in a
 // fresh instance (its module initialiser run again) with the clock a
 // year and a day on and random bytes of its own, asks the host for
-// exactly the same (repeats). Then, up to maxEvents, the agentless events
+// exactly the same (repeats). Then, up to lazy.MaxEvents, the agentless events
 // the load-time instance handled after it under the same rules, each
 // checked the same way with the whole history: a lazy load answers the
 // same event with the same payload, in the same order, by replaying its
@@ -66,23 +68,6 @@ import (
 // answered. A manifest is written only after a load that committed, so a
 // plugin whose init fails never gets one, and fails at every load.
 
-// manifestVersion names the manifest format, the replay rules, and what a
-// guest sees as it starts that the key does not hold (its WASI arguments
-// and environment beyond the granted variables, the config's framing):
-// change it when any of them changes, and old manifests stop matching.
-const manifestVersion = "dsh-manifest-v1"
-
-// maxRecorded caps the bytes of requests and answers a load-time
-// instance's history holds (past it, a new load-time instance is set up
-// with dsh_setup); maxManifest those a manifest holds, init and events
-// (past it, the plugin loads eagerly, or the manifest records no more
-// events). A real plugin's record is a few KiB; the caps bound what a
-// hostile one makes the host keep in memory and write to disk.
-const (
-	maxRecorded = 4 << 20
-	maxManifest = 1 << 20
-)
-
 // maxRepeatCheck is the longest dsh_init, or agentless event, that is
 // run a second time to see whether it repeats (repeats): a slower one is
 // not recorded, so that recording never costs much more than the load,
@@ -90,11 +75,11 @@ const (
 const maxRepeatCheck = time.Second
 
 // replayable are the host functions a recorded dsh_init may call: the
-// setupNeutral ones, and reads that change nothing, whose answers a
+// dsh.SetupNeutral ones, and reads that change nothing, whose answers a
 // replay asks for again and compares (the subagent providers the host
 // offers, a granted environment variable).
 var replayable = func() map[string]bool {
-	m := maps.Clone(setupNeutral)
+	m := maps.Clone(dsh.SetupNeutral)
 	m[hostfns.FnSubagentProviders] = true
 	m[hostfns.FnEnvGet] = true
 	return m
@@ -103,58 +88,10 @@ var replayable = func() map[string]bool {
 // errReplayDiverged: a recorded host call was answered differently now.
 var errReplayDiverged = errors.New("the recorded history no longer replays")
 
-type recordedCall struct {
-	Fn     string         `json:"fn"`
-	Req    []byte         `json:"req"`
-	Status hostfns.Status `json:"status"`
-	Resp   []byte         `json:"resp,omitempty"`
-}
-
-type recordedEvent struct {
-	Event   string            `json:"event"`
-	Payload []byte            `json:"payload"`
-	Calls   []recordedCall    `json:"calls"`
-	Status  hostfns.OutStatus `json:"status"`
-	Out     []byte            `json:"out,omitempty"`
-}
-
-type manifest struct {
-	Version string          `json:"version"`
-	Key     string          `json:"key"`
-	Exports []string        `json:"exports"`
-	Calls   []recordedCall  `json:"calls"`
-	Events  []recordedEvent `json:"events,omitempty"`
-	bytes   int             // what the record holds, against maxManifest
-}
-
-// history is a load-time instance's record (see above); it is never
-// changed once a plugin holds it, only replaced.
-type history struct {
-	init   []recordedCall
-	events []recordedEvent
-	bytes  int
-}
-
-// with returns h with ev appended, or nil past the record's bounds.
-func (h *history) with(ev recordedEvent, n int) *history {
-	if h == nil || len(h.events) >= maxHistoryEvents || h.bytes+n > maxRecorded {
-		return nil
-	}
-	return &history{init: h.init, events: append(slices.Clip(h.events), ev), bytes: h.bytes + n}
-}
-
-// maxEvents caps the events a manifest records; maxHistoryEvents those a
-// load-time instance's history keeps (past it, a new load-time instance
-// is set up with dsh_setup).
-const (
-	maxEvents        = 32
-	maxHistoryEvents = 64
-)
-
 // recorder collects a dsh_init's host calls. why, once set, says why the
 // init cannot be replayed; it is written only from the init's goroutine.
 type recorder struct {
-	calls []recordedCall
+	calls []lazy.Call
 	bytes int
 	why   string
 }
@@ -178,59 +115,27 @@ func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns
 		r.why = "a request outside guest memory"
 		return
 	}
-	if r.bytes += callBytes(fn, len(req), len(payload)); r.bytes > maxRecorded {
+	if r.bytes += lazy.CallBytes(fn, len(req), len(payload)); r.bytes > lazy.MaxRecorded {
 		r.why = "its requests are too large to record"
 		r.calls = nil
 		return
 	}
-	r.calls = append(r.calls, recordedCall{Fn: fn, Req: bytes.Clone(req), Status: st, Resp: bytes.Clone(payload)})
+	r.calls = append(r.calls, lazy.Call{Fn: fn, Req: bytes.Clone(req), Status: st, Resp: bytes.Clone(payload)})
 }
-
-// callBytes is what one recorded call counts against the bounds: its
-// request and answer, and what keeping and writing the call costs besides
-// (a small request still takes a slice header and a JSON object).
-func callBytes(fn string, req, resp int) int { return 64 + len(fn) + req + resp }
-
-// recordBytes is what calls count against the bounds.
-func recordBytes(calls []recordedCall) int {
-	n := 0
-	for _, c := range calls {
-		n += callBytes(c.Fn, len(c.Req), len(c.Resp))
-	}
-	return n
-}
-
-// eventBytes is what an event counts, its calls included.
-func eventBytes(ev recordedEvent) int {
-	return 64 + len(ev.Event) + len(ev.Payload) + len(ev.Out) + recordBytes(ev.Calls)
-}
-
-// shiftedClock is a wall clock d ahead of the host's (repeats).
-func shiftedClock(d time.Duration) func() (int64, int32) {
-	return func() (int64, int32) {
-		t := time.Now().Add(d)
-		return t.Unix(), int32(t.Nanosecond())
-	}
-}
-
-// clockShift is how far a check (repeats) moves the wall clock: a year,
-// a day, hours, minutes and seconds on, so that a registration showing
-// any of them comes out different.
-const clockShift = 366*24*time.Hour + 25*time.Hour + 17*time.Minute + 29*time.Second + 123456789
 
 // repeats re-runs h in a fresh load-time instance (from the module's
-// initialiser, not an image) whose wall clock is clockShift ahead and
+// initialiser, not an image) whose wall clock is lazy.ClockShift ahead and
 // whose random bytes are its own, every host call answered from h: a
 // guest that asks the host for exactly the same things at another time,
 // with other randomness, registered nothing that depends on either (a Go
 // guest reads the clock when it loads a time zone, say). Only then may h
 // be replayed at a later load.
-func (p *Plugin) repeats(ctx context.Context, h *history) bool {
+func (p *Plugin) repeats(ctx context.Context, h *lazy.History) bool {
 	if !p.holdRuntime() {
 		return false
 	}
 	defer p.letGoRuntime() // after the check's instance is closed
-	in, err := p.newInstanceWith(ctx, true, nil, clockShift, true)
+	in, err := p.newInstanceWith(ctx, true, nil, lazy.ClockShift, true)
 	if err != nil {
 		return false
 	}
@@ -241,7 +146,7 @@ func (p *Plugin) repeats(ctx context.Context, h *history) bool {
 // lazyEligible reports whether the plugin may load from a manifest and
 // have its init recorded for one.
 func (h *Host) lazyEligible(spec Spec) bool {
-	return h.lazy && h.cache != nil && h.cache.manifests != "" && !spec.Inspect && !spec.noInterrupt &&
+	return h.lazy && h.cache.keepsManifests() && !spec.Inspect && !spec.noInterrupt &&
 		spec.checkNeeds == nil && (spec.ABI == "" || spec.ABI == ABIDsh)
 }
 
@@ -265,7 +170,7 @@ func (p *Plugin) manifestKey() (string, error) {
 		h.Write([]byte{':'})
 		h.Write([]byte(s))
 	}
-	field(manifestVersion)
+	field(lazy.Version)
 	field(strconv.Itoa(hostfns.ABIVersion))
 	field(p.digest)
 	field(p.name)
@@ -285,72 +190,53 @@ func (p *Plugin) manifestKey() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// manifestStore is where c keeps manifests.
-func (c *Cache) manifestStore() blobStore { return blobStore{dir: c.manifests} }
+// keepsManifests reports whether c has a place for manifests.
+func (c *Cache) keepsManifests() bool {
+	_, ok := c.mod().Manifests()
+	return ok
+}
 
 // readManifest returns the manifest stored under key, if there is a
 // well-formed one whose bytes are what their name says.
-func (c *Cache) readManifest(key string) (*manifest, bool) {
-	// A manifest records at most maxManifest bytes, each at most 4/3 as
-	// long in base64; anything much longer is not one of ours.
-	b, release, ok := c.manifestStore().get(key, 4*maxManifest-1)
+func (c *Cache) readManifest(key string) (*lazy.Manifest, bool) {
+	store, ok := c.mod().Manifests()
 	if !ok {
 		return nil, false
 	}
-	defer release()
-	var m manifest
-	if json.Unmarshal(b, &m) != nil || m.Version != manifestVersion || m.Key != key || !m.withinBounds() {
-		return nil, false
-	}
-	m.bytes = m.size()
-	return &m, true
-}
-
-// withinBounds reports whether m has at most maxEvents events and
-// maxManifest bytes of calls: what readManifest accepts and
-// writeManifest writes.
-func (m *manifest) withinBounds() bool {
-	return len(m.Events) <= maxEvents && m.size() <= maxManifest
-}
-
-// size is what the manifest counts against maxManifest.
-func (m *manifest) size() int {
-	n := recordBytes(m.Calls)
-	for _, ev := range m.Events {
-		n += eventBytes(ev)
-	}
-	return n
+	return lazy.Read(store, key)
 }
 
 // writeManifest stores m, best effort: a manifest that is not written
 // costs the next load a compilation.
-func (c *Cache) writeManifest(m *manifest) {
-	b, err := json.Marshal(m)
-	if err != nil || len(b) >= 4*maxManifest || !m.withinBounds() {
-		c.dropManifest(m.Key) // one readManifest would refuse
-		return
+func (c *Cache) writeManifest(m *lazy.Manifest) {
+	if store, ok := c.mod().Manifests(); ok {
+		lazy.Write(store, m)
 	}
-	c.manifestStore().put(m.Key, b)
 }
 
-func (c *Cache) dropManifest(key string) { c.manifestStore().drop(key) }
+// dropManifest removes the manifest stored under key, if any.
+func (c *Cache) dropManifest(key string) {
+	if store, ok := c.mod().Manifests(); ok {
+		store.Drop(key)
+	}
+}
 
 // recordedManifest is the manifest of the init rec recorded, or nil with
 // the reason it cannot be replayed.
-func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *instance, took time.Duration) (*manifest, string) {
+func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *instance, took time.Duration) (*lazy.Manifest, string) {
 	switch {
 	case rec.why != "":
 		return nil, rec.why
-	case rec.bytes > maxManifest:
+	case rec.bytes > lazy.MaxManifest:
 		return nil, "its host calls are too large to record"
 	case wasiEffects(load):
 		return nil, "it used its files or printed"
 	case took > maxRepeatCheck:
 		return nil, "it took too long to run again as a check"
-	case !p.repeats(ctx, &history{init: rec.calls}):
+	case !p.repeats(ctx, &lazy.History{Init: rec.calls}):
 		return nil, "run again with another clock and other random bytes, it asks the host for other things"
 	}
-	return &manifest{Version: manifestVersion, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls, bytes: rec.bytes}, ""
+	return &lazy.Manifest{Version: lazy.Version, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls, Bytes: rec.bytes}, ""
 }
 
 // replayInit registers what the manifest's dsh_init registered, as that
@@ -369,14 +255,14 @@ func (p *Plugin) replayInit(ctx context.Context, tx *prompt.Tx) error {
 		return err
 	}
 	p.mu.Lock()
-	p.history = &history{init: p.manifest.Calls, bytes: recordBytes(p.manifest.Calls)}
+	p.history = &lazy.History{Init: p.manifest.Calls, Bytes: lazy.RecordBytes(p.manifest.Calls)}
 	p.mu.Unlock()
 	return nil
 }
 
 // replayCall serves a recorded call again and reports whether it was
 // answered as recorded.
-func (in *instance) replayCall(cs *callState, c recordedCall) (hostfns.Status, []byte, bool) {
+func (in *instance) replayCall(cs *callState, c lazy.Call) (hostfns.Status, []byte, bool) {
 	f, ok := hostFunc(c.Fn)
 	if !ok || !replayable[c.Fn] {
 		return hostfns.ErrNotFound, []byte(c.Fn + ": not a host function a record may hold"), false
@@ -470,7 +356,7 @@ func wasiEffects(in *instance) bool {
 // historyFor returns the history a new load-time instance re-runs, or
 // nil: for a per-agent instance, the first load-time instance, or a
 // plugin whose history cannot be answered again.
-func (p *Plugin) historyFor(loadTime bool) *history {
+func (p *Plugin) historyFor(loadTime bool) *lazy.History {
 	if !loadTime {
 		return nil
 	}
@@ -487,7 +373,7 @@ func (p *Plugin) historyFor(loadTime bool) *history {
 // registry holds. With live set, the calls after the record are served
 // as usual (an event carried on after its replay diverged).
 type replayer struct {
-	calls    []recordedCall
+	calls    []lazy.Call
 	next     int
 	live     bool
 	diverged string
@@ -534,16 +420,16 @@ func (r *replayer) done(st hostfns.OutStatus, out []byte, err error, wantSt host
 // rerun re-runs h in a new load-time instance: dsh_init, then each event,
 // all within the init budget's wall time, so that a plugin slow only the
 // second time costs what a slow dsh_setup would.
-func (in *instance) rerun(ctx context.Context, h *history) error {
+func (in *instance) rerun(ctx context.Context, h *lazy.History) error {
 	p := in.p
 	ctx, cancel := context.WithTimeout(ctx, p.limits.InitTimeout)
 	defer cancel()
-	r := &replayer{calls: h.init}
+	r := &replayer{calls: h.Init}
 	st, out, err := in.invoke(ctx, &callState{init: true, replay: r}, hostfns.ExportInit, p.limits.InitTimeout, p.config)
 	if err = r.done(st, out, err, hostfns.OutOK, nil); err != nil {
 		return &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: fmt.Errorf("re-run for a new load-time instance: %w", err)}
 	}
-	for _, ev := range h.events {
+	for _, ev := range h.Events {
 		r := &replayer{calls: ev.Calls}
 		st, out, err := in.invoke(ctx, &callState{replay: r}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(ev.Event), emptyContext, ev.Payload)
 		if err = r.done(st, out, err, ev.Status, ev.Out); err != nil {
@@ -581,15 +467,15 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 		cs.replay = &replayer{calls: cont, live: true}
 		cs.hostBytes = spent // one event, one host byte budget
 		if cs.rec != nil {
-			cs.rec.calls, cs.rec.bytes = slices.Clone(cont), recordBytes(cont)
+			cs.rec.calls, cs.rec.bytes = slices.Clone(cont), lazy.RecordBytes(cont)
 		}
 	}
 	var held bool
-	var next *manifest
-	var hist *history
+	var next *lazy.Manifest
+	var hist *lazy.History
 	cs.held = func(st hostfns.OutStatus, out []byte, err error) {
 		held = true
-		next, hist = p.noteEvent(cs.rec, in, recordedEvent{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
+		next, hist = p.noteEvent(cs.rec, in, lazy.Event{Event: event, Payload: bytes.Clone(payload), Status: st, Out: bytes.Clone(out)}, err)
 	}
 	start := time.Now()
 	st, out, err = in.invoke(ctx, cs, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), emptyContext, payload)
@@ -628,7 +514,7 @@ func (p *Plugin) keepsHistory() bool {
 // loaded lazily, has no load-time instance yet, and recorded this event
 // next. When an answer differs, the calls so far are returned as cont,
 // for the guest to carry on from, with the host bytes they spent.
-func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) (_ hostfns.OutStatus, _ []byte, handled bool, cont []recordedCall, spent int64) {
+func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) (_ hostfns.OutStatus, _ []byte, handled bool, cont []lazy.Call, spent int64) {
 	if p.manifest == nil {
 		return 0, nil, false, nil, 0
 	}
@@ -654,7 +540,7 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 	for k, c := range ev.Calls {
 		st, resp, same := in.replayCall(cs, c)
 		if !same {
-			got := append(slices.Clone(ev.Calls[:k]), recordedCall{Fn: c.Fn, Req: c.Req, Status: st, Resp: resp})
+			got := append(slices.Clone(ev.Calls[:k]), lazy.Call{Fn: c.Fn, Req: c.Req, Status: st, Resp: resp})
 			p.log.Debug("a recorded event no longer replays; the guest carries it on", "event", event, "call", k+1)
 			p.mu.Lock()
 			p.eventsUsed = len(p.manifest.Events)
@@ -663,7 +549,7 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 		}
 	}
 	p.mu.Lock()
-	p.history = hist.with(ev, eventBytes(ev))
+	p.history = hist.With(ev, lazy.EventBytes(ev))
 	p.mu.Unlock()
 	return ev.Status, ev.Out, true, nil, 0
 }
@@ -675,7 +561,7 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 // that used the instance's files or printed, ends both. It runs while
 // the instance is held (callState.held), so that the history takes events
 // in the order the guest handled them.
-func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err error) (*manifest, *history) {
+func (p *Plugin) noteEvent(rec *recorder, in *instance, ev lazy.Event, err error) (*lazy.Manifest, *lazy.History) {
 	if rec == nil {
 		return nil, nil
 	}
@@ -686,14 +572,14 @@ func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err er
 	ev.Calls = rec.calls
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.history = p.history.with(ev, eventBytes(ev))
-	if p.saved == nil || p.history == nil || len(p.history.events) > maxEvents || in != p.load {
+	p.history = p.history.With(ev, lazy.EventBytes(ev))
+	if p.saved == nil || p.history == nil || len(p.history.Events) > lazy.MaxEvents || in != p.load {
 		p.saved = nil
 		return nil, nil
 	}
 	next := *p.saved
-	next.Events = slices.Clone(p.history.events)
-	if next.bytes = next.size(); next.bytes > maxManifest {
+	next.Events = slices.Clone(p.history.Events)
+	if next.Bytes = next.Size(); next.Bytes > lazy.MaxManifest {
 		p.saved = nil
 		return nil, nil
 	}
@@ -706,7 +592,7 @@ func (p *Plugin) noteEvent(rec *recorder, in *instance, ev recordedEvent, err er
 // a manifest is only ever replaced by a longer one, and what it records is
 // always one whole history that was checked, never a history with an
 // event left out.
-func (p *Plugin) extendManifest(ctx context.Context, next *manifest, hist *history) {
+func (p *Plugin) extendManifest(ctx context.Context, next *lazy.Manifest, hist *lazy.History) {
 	if next == nil {
 		return
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/modcache"
 )
 
 // lazyHost is a host with LazyCompile whose manifests live in dir: the
@@ -28,7 +30,7 @@ import (
 func lazyHost(t *testing.T, dir string) *Host {
 	t.Helper()
 	shared := sharedCache(t)
-	c := &Cache{c: shared.c, dir: shared.dir, manifests: dir}
+	c := &Cache{m: shared.m.WithManifests(dir)}
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: c, Logger: slog.New(slog.DiscardHandler), LazyCompile: true})
 	if err != nil {
 		t.Fatal(err)
@@ -81,17 +83,17 @@ func loadTaken(t *testing.T, dir string, spec Spec, taken string) (*Host, *Plugi
 	return h, p
 }
 
-func manifestsIn(t *testing.T, dir string) []manifest {
+func manifestsIn(t *testing.T, dir string) []lazy.Manifest {
 	t.Helper()
-	store := blobStore{dir: dir}
-	refs, _ := filepath.Glob(store.refPath("*"))
-	var ms []manifest
+	store := modcache.Store{Dir: dir}
+	refs, _ := filepath.Glob(store.RefPath("*"))
+	var ms []lazy.Manifest
 	for _, ref := range refs {
-		b, release, ok := store.get(filepath.Base(ref), 4*maxManifest)
+		b, release, ok := store.Get(filepath.Base(ref), 4*lazy.MaxManifest)
 		if !ok {
 			t.Fatalf("%s: no valid entry", ref)
 		}
-		var m manifest
+		var m lazy.Manifest
 		err := json.Unmarshal(b, &m)
 		release()
 		if err != nil {
@@ -338,17 +340,17 @@ func TestNewLoadTimeInstanceRepeatsHistory(t *testing.T) {
 func TestTamperedManifestIsReplayedUnderTheLiveRules(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		tamper func(m *manifest)
+		tamper func(m *lazy.Manifest)
 	}{
-		{"exec call", func(m *manifest) {
-			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnExecRun, Req: []byte(`{"argv":["id"]}`)})
+		{"exec call", func(m *lazy.Manifest) {
+			m.Calls = append(m.Calls, lazy.Call{Fn: hostfns.FnExecRun, Req: []byte(`{"argv":["id"]}`)})
 		}},
-		{"oversized section", func(m *manifest) {
+		{"oversized section", func(m *lazy.Manifest) {
 			big, _ := json.Marshal(hostfns.SectionRequest{Name: "kit:big", Order: 150, Text: strings.Repeat("x", int(config.DefaultPromptBytes)+1)})
-			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnSectionRegister, Req: big})
+			m.Calls = append(m.Calls, lazy.Call{Fn: hostfns.FnSectionRegister, Req: big})
 		}},
-		{"identity order", func(m *manifest) {
-			m.Calls = append(m.Calls, recordedCall{Fn: hostfns.FnSectionRegister, Req: []byte(`{"name":"kit:first","order":-100,"text":"I am the harness."}`)})
+		{"identity order", func(m *lazy.Manifest) {
+			m.Calls = append(m.Calls, lazy.Call{Fn: hostfns.FnSectionRegister, Req: []byte(`{"name":"kit:first","order":-100,"text":"I am the harness."}`)})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -608,11 +610,11 @@ func TestConcurrentEventsRecordOneWholeHistory(t *testing.T) {
 	p.mu.Lock()
 	hist := p.history
 	p.mu.Unlock()
-	if hist == nil || len(hist.events) != n {
+	if hist == nil || len(hist.Events) != n {
 		t.Fatalf("history = %+v, want %d events", hist, n)
 	}
 	var handled []string
-	for _, ev := range hist.events {
+	for _, ev := range hist.Events {
 		handled = append(handled, ev.Event+" "+string(ev.Payload))
 	}
 	if got := loadTimeState(t, p).Events; !reflect.DeepEqual(got, handled) {
@@ -626,9 +628,9 @@ func TestConcurrentEventsRecordOneWholeHistory(t *testing.T) {
 	}
 	m := ms[0]
 	for i, ev := range m.Events {
-		if ev.Event != hist.events[i].Event || !bytes.Equal(ev.Payload, hist.events[i].Payload) {
+		if ev.Event != hist.Events[i].Event || !bytes.Equal(ev.Payload, hist.Events[i].Payload) {
 			t.Fatalf("manifest event %d is %s %s; the history's is %s %s: not a prefix of what happened",
-				i+1, ev.Event, ev.Payload, hist.events[i].Event, hist.events[i].Payload)
+				i+1, ev.Event, ev.Payload, hist.Events[i].Event, hist.Events[i].Payload)
 		}
 	}
 	// A new load replays every recorded event without a guest, and a
@@ -944,9 +946,9 @@ func TestFailedRerunDropsTheHistory(t *testing.T) {
 		p.mu.Unlock()
 		t.Fatal("no history to start with")
 	}
-	calls := slices.Clone(hist.init)
+	calls := slices.Clone(hist.Init)
 	calls[0].Req = []byte(`{"level":"debug","message":"not what it asked"}`)
-	p.history = &history{init: calls}
+	p.history = &lazy.History{Init: calls}
 	p.mu.Unlock()
 	discardLoad(p)
 	if st := loadTimeState(t, p); st.InitRuns != 0 {
@@ -960,7 +962,7 @@ func TestFailedRerunDropsTheHistory(t *testing.T) {
 // recordOne records the testkit with a counter tool into a cache in a
 // new directory, and returns that directory, the spec, its manifest and
 // what the recorded load contributed.
-func recordOne(t *testing.T) (string, Spec, manifest, Contribution) {
+func recordOne(t *testing.T) (string, Spec, lazy.Manifest, Contribution) {
 	t.Helper()
 	dir := t.TempDir()
 	spec := Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{"tools": []string{"counter"}})}
@@ -973,34 +975,34 @@ func recordOne(t *testing.T) (string, Spec, manifest, Contribution) {
 }
 
 // overwriteManifest replaces m's file in dir with m as it is now.
-func overwriteManifest(t *testing.T, dir string, m manifest) {
+func overwriteManifest(t *testing.T, dir string, m lazy.Manifest) {
 	t.Helper()
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobStore{dir: dir}.put(m.Key, b)
+	modcache.Store{Dir: dir}.Put(m.Key, b)
 }
 
 // A manifest file past the bounds is neither used nor written.
 func TestManifestFileBounds(t *testing.T) {
 	dir, _, m, _ := recordOne(t)
-	c := &Cache{manifests: dir}
+	c := &Cache{m: (*modcache.Cache)(nil).WithManifests(dir)}
 	if _, ok := c.readManifest(m.Key); !ok {
 		t.Fatal("the recorded manifest does not read back")
 	}
-	path := blobStore{dir: dir}.refPath(m.Key)
+	path := modcache.Store{Dir: dir}.RefPath(m.Key)
 	many := m
-	for range maxEvents + 1 {
-		many.Events = append(many.Events, recordedEvent{Event: "custom/ping", Payload: []byte("{}")})
+	for range lazy.MaxEvents + 1 {
+		many.Events = append(many.Events, lazy.Event{Event: "custom/ping", Payload: []byte("{}")})
 	}
 	big := m
-	for range maxManifest / 64 {
-		big.Calls = append(big.Calls, recordedCall{Fn: hostfns.FnLog, Req: []byte(`{}`)})
+	for range lazy.MaxManifest / 64 {
+		big.Calls = append(big.Calls, lazy.Call{Fn: hostfns.FnLog, Req: []byte(`{}`)})
 	}
 	for _, tc := range []struct {
 		what string
-		m    manifest
+		m    lazy.Manifest
 	}{{fmt.Sprintf("%d events", len(many.Events)), many}, {fmt.Sprintf("%d calls", len(big.Calls)), big}} {
 		overwriteManifest(t, dir, tc.m)
 		if _, ok := c.readManifest(tc.m.Key); ok {
@@ -1023,7 +1025,7 @@ func TestModuleThatIsNotItsManifestsIsNotRetried(t *testing.T) {
 	dir, spec, m, _ := recordOne(t)
 	m.Exports = append(m.Exports, "dsh_extra")
 	overwriteManifest(t, dir, m)
-	path := blobStore{dir: dir}.refPath(m.Key)
+	path := modcache.Store{Dir: dir}.RefPath(m.Key)
 	h, p := loadAgain(t, dir, spec)
 	_, err1 := h.CallTool(bg, agent("a", "m"), "counter", nil)
 	if !errors.Is(err1, ErrABI) {
@@ -1040,20 +1042,20 @@ func TestModuleThatIsNotItsManifestsIsNotRetried(t *testing.T) {
 // A history stops being kept past its bounds: a new load-time instance is
 // then set up with dsh_setup, and the host keeps no more of it.
 func TestHistoryBounds(t *testing.T) {
-	h := &history{}
-	for i := range maxHistoryEvents {
-		if h = h.with(recordedEvent{Event: "e"}, 1); h == nil {
+	h := &lazy.History{}
+	for i := range lazy.MaxHistoryEvents {
+		if h = h.With(lazy.Event{Event: "e"}, 1); h == nil {
 			t.Fatalf("dropped at event %d", i+1)
 		}
 	}
-	if h.with(recordedEvent{Event: "e"}, 1) != nil {
-		t.Errorf("kept past %d events", maxHistoryEvents)
+	if h.With(lazy.Event{Event: "e"}, 1) != nil {
+		t.Errorf("kept past %d events", lazy.MaxHistoryEvents)
 	}
-	if (&history{}).with(recordedEvent{Event: "e"}, maxRecorded+1) != nil {
-		t.Errorf("kept past %d bytes", maxRecorded)
+	if (&lazy.History{}).With(lazy.Event{Event: "e"}, lazy.MaxRecorded+1) != nil {
+		t.Errorf("kept past %d bytes", lazy.MaxRecorded)
 	}
-	var none *history
-	if none.with(recordedEvent{Event: "e"}, 1) != nil {
+	var none *lazy.History
+	if none.With(lazy.Event{Event: "e"}, 1) != nil {
 		t.Error("a history that was dropped came back")
 	}
 }
@@ -1162,7 +1164,7 @@ func (l listedSubagents) Run(context.Context, prompt.AgentFacts, hostfns.Subagen
 func lazySubagentHost(t *testing.T, dir string, subs Subagents) *Host {
 	t.Helper()
 	shared := sharedCache(t)
-	c := &Cache{c: shared.c, dir: shared.dir, manifests: dir}
+	c := &Cache{m: shared.m.WithManifests(dir)}
 	h, err := New(Options{Registry: prompt.NewRegistry(nil), Cache: c, Logger: slog.New(slog.DiscardHandler),
 		LazyCompile: true, Subagents: subs})
 	if err != nil {
@@ -1200,7 +1202,7 @@ func TestReplayComparesTheAnswersContent(t *testing.T) {
 		t.Fatal("the first load was not eager")
 	}
 	h.Close(bg)
-	if ms := manifestsIn(t, dir); len(ms) != 1 || !slices.ContainsFunc(ms[0].Calls, func(c recordedCall) bool { return c.Fn == hostfns.FnSubagentProviders }) {
+	if ms := manifestsIn(t, dir); len(ms) != 1 || !slices.ContainsFunc(ms[0].Calls, func(c lazy.Call) bool { return c.Fn == hostfns.FnSubagentProviders }) {
 		t.Fatalf("manifests after the first load: %+v", ms)
 	}
 	// The same providers: the record replays (the test is not vacuous).

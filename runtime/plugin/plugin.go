@@ -16,7 +16,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -47,7 +49,7 @@ type Plugin struct {
 	// snapshots: images are captured and used (prepared, and not opted out).
 	prepared, snapshots bool
 	snapGlobals         []string
-	images              imageSet
+	images              image.Set
 	// mapFresh: instances that start fresh (no image yet) get their memory
 	// from the image allocator too, reserved at its maximum, so that the
 	// initialiser's growth copies nothing (see instantiateContext).
@@ -62,7 +64,7 @@ type Plugin struct {
 	// module is (at once for an eager load); compileMu is held while it
 	// compiles, and by whoever closes the runtime, which sets rtClosed.
 	key       string
-	manifest  *manifest
+	manifest  *lazy.Manifest
 	src       *moduleSource
 	compiled  atomic.Bool
 	compileMu sync.Mutex
@@ -72,14 +74,14 @@ type Plugin struct {
 	// slot or p.load owns (a repeats check): close stops new ones and
 	// waits for these, and the runtime closes after the last lets go.
 	users    runtimeUsers
-	broken   error     // why the module cannot be compiled (guarded by compileMu)
-	recorded *manifest // what the last dsh_init recorded, written once committed
+	broken   error          // why the module cannot be compiled (guarded by compileMu)
+	recorded *lazy.Manifest // what the last dsh_init recorded, written once committed
 	// history is the load-time instance's, while every call in it can be
 	// answered again (manifest.go); saved is the manifest this process
 	// recorded, while it goes on recording events into it; eventsUsed
 	// counts the manifest's events replayed. All guarded by mu.
-	history    *history
-	saved      *manifest
+	history    *lazy.History
+	saved      *lazy.Manifest
 	eventsUsed int
 
 	contrib *contrib
@@ -189,7 +191,7 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 	var b []byte // the module to compile
 	if p.spec.noInterrupt {
 		// wazero's own termination checks, below.
-	} else if ib, release, err := h.cache.instrumentSource(src.digest, src.bytes); err == nil {
+	} else if ib, release, err := h.cache.mod().InstrumentSource(src.digest, src.bytes); err == nil {
 		// wazero copies what it keeps of the module: the bytes are not
 		// needed past CompileModule.
 		defer release()
@@ -204,7 +206,7 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	rcfg := h.cache.runtimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
+	rcfg := h.cache.mod().RuntimeConfig(!p.interruptible).WithMemoryLimitPages(p.limits.MemoryPages)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rcfg)
 	defer func() {
 		if err != nil {
@@ -226,88 +228,20 @@ func (p *Plugin) compile(ctx context.Context) (err error) {
 		return err
 	}
 	if p.manifest != nil {
-		exports, err := p.checkModule()
+		// Checked as dsh:host/v1 whatever it turned out to be: a manifest
+		// is only ever recorded for one.
+		exports, err := abis[ABIDsh].prepare(ctx, p, b)
 		if err != nil {
 			return err
 		}
 		if abi != ABIDsh || !maps.Equal(exports, p.exports) {
 			return fmt.Errorf("%w: the module is not the one its manifest describes (ABI %s, exports %v)", ErrABI, abi, slices.Sorted(maps.Keys(exports)))
 		}
-	} else if p.abi = abi; p.isExtism() {
-		if err := p.prepareExtism(ctx, b); err != nil {
-			return err
-		}
-	} else if p.exports, err = p.checkModule(); err != nil {
-		return err
+		return nil
 	}
-	if p.snapshots && !p.isExtism() {
-		// A module that starts with a memory big enough for an image grows
-		// it in small steps as it runs (a Go guest from its initial 3 MiB),
-		// and on the Go heap each step copies the whole memory.
-		p.mapFresh = p.module.ExportedMemories()["memory"].Min() >= minImageBytes/pageSize
-	}
-	return nil
-}
-
-var exportSigs = map[string][2][]api.ValueType{
-	hostfns.ExportABIVersion: {nil, {api.ValueTypeI32}},
-	hostfns.ExportAlloc:      {{api.ValueTypeI32}, {api.ValueTypeI32}},
-	hostfns.ExportInit:       {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	hostfns.ExportSetup:      {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	hostfns.ExportSection:    {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	hostfns.ExportVariable:   {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	hostfns.ExportTool:       {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	hostfns.ExportEvent:      {{api.ValueTypeI32, api.ValueTypeI32}, {api.ValueTypeI64}},
-	hostfns.ExportInitialize: {nil, nil},
-}
-
-// checkModule refuses modules that do not speak dsh:host/v1, and returns
-// the dsh:host/v1 exports of those that do.
-func (p *Plugin) checkModule() (map[string]bool, error) {
-	for _, imp := range p.module.ImportedFunctions() {
-		mod, name, _ := imp.Import()
-		switch mod {
-		case hostfns.Module:
-			if !slices.ContainsFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name }) {
-				return nil, fmt.Errorf("%w: module imports %s::%s, which ABI version %d does not define", ErrABI, mod, name, hostfns.ABIVersion)
-			}
-			continue
-		case wasi_snapshot_preview1.ModuleName:
-			continue
-		}
-		if mod == "extism:host/env" || mod == "extism:host/user" {
-			return nil, fmt.Errorf("%w: module imports %s::%s: it is an Extism plugin, not a dsh:host/v1 plugin", ErrABI, mod, name)
-		}
-		if len(mod) > len("dsh:host/") && mod[:len("dsh:host/")] == "dsh:host/" {
-			return nil, fmt.Errorf("%w: module imports %s::%s: this host speaks %s (ABI version %d)", ErrABI, mod, name, hostfns.Module, hostfns.ABIVersion)
-		}
-		return nil, fmt.Errorf("%w: module imports %s::%s, which this host does not provide", ErrABI, mod, name)
-	}
-	exports := map[string]bool{}
-	defs := p.module.ExportedFunctions()
-	for name, sig := range exportSigs {
-		d, ok := defs[name]
-		if !ok {
-			continue
-		}
-		if !slices.Equal(d.ParamTypes(), sig[0]) || !slices.Equal(d.ResultTypes(), sig[1]) {
-			return nil, fmt.Errorf("%w: export %s has signature %v -> %v, want %v -> %v", ErrABI, name,
-				typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(sig[0]), typeNames(sig[1]))
-		}
-		exports[name] = true
-	}
-	if _, ok := defs["_start"]; ok && !exports[hostfns.ExportInitialize] {
-		return nil, fmt.Errorf("%w: the module is a command (it exports _start and no _initialize), so its exports cannot be called after main returns; build it as a library: Go -buildmode=c-shared, C/clang -mexec-model=reactor (or -nostdlib -Wl,--no-entry), Rust crate-type cdylib", ErrABI)
-	}
-	for _, req := range []string{hostfns.ExportABIVersion, hostfns.ExportAlloc, hostfns.ExportInit} {
-		if !exports[req] {
-			return nil, fmt.Errorf("%w: module does not export %s; is it a dsh:host/v1 plugin?", ErrABI, req)
-		}
-	}
-	if _, ok := p.module.ExportedMemories()["memory"]; !ok {
-		return nil, fmt.Errorf("%w: module does not export its memory as \"memory\"", ErrABI)
-	}
-	return exports, nil
+	p.abi = abi
+	p.exports, err = p.kind().prepare(ctx, p, b)
+	return err
 }
 
 func typeNames(ts []api.ValueType) []string {
@@ -325,10 +259,6 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 	if p.manifest != nil {
 		return p.replayInit(ctx, tx)
 	}
-	var rec *recorder
-	if !p.isExtism() {
-		rec = &recorder{}
-	}
 	p.mu.Lock()
 	p.initing, p.recorded, p.history = true, nil, nil
 	p.mu.Unlock()
@@ -345,36 +275,7 @@ func (p *Plugin) runInit(ctx context.Context, tx *prompt.Tx) error {
 	p.load = inst
 	p.mu.Unlock()
 	p.contrib.reset()
-	if p.isExtism() {
-		return p.extismInit(ctx, tx, inst)
-	}
-	cs := &callState{tx: tx, init: true, rec: rec}
-	start := time.Now()
-	st, out, err := inst.invoke(ctx, cs, hostfns.ExportInit, p.limits.InitTimeout, p.config)
-	took := time.Since(start)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInit, err)
-	}
-	if st == hostfns.OutError {
-		return &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: fmt.Errorf("%w: %w: %s", ErrInit, ErrGuest, out)}
-	}
-	if !p.spec.Inspect {
-		if err := p.checkNeeds(); err != nil {
-			return err
-		}
-	}
-	if rec != nil && rec.why == "" && !wasiEffects(inst) {
-		p.mu.Lock()
-		p.history = &history{init: rec.calls, bytes: rec.bytes}
-		p.mu.Unlock()
-	}
-	if rec != nil && p.key != "" {
-		var why string
-		if p.recorded, why = p.recordedManifest(ctx, rec, inst, took); why != "" {
-			p.log.Debug("loads eagerly: its init cannot be replayed", "why", why)
-		}
-	}
-	return nil
+	return p.kind().init(ctx, p, tx, inst)
 }
 
 func (p *Plugin) checkNeeds() error {
@@ -525,7 +426,7 @@ func (p *Plugin) haltAll(why error) {
 // set as its first call starts.
 func (p *Plugin) haltOpen(why error) {
 	p.byModule.Range(func(_, v any) bool {
-		v.(*instance).guard.halt(why)
+		v.(*instance).guard.Halt(why)
 		return true
 	})
 }
@@ -618,7 +519,7 @@ func (p *Plugin) releaseRuntime() {
 			p.log.Warn("close runtime", "err", err)
 		}
 	}
-	p.closeImages()
+	p.images.Close()
 }
 
 // ready2 returns the slot's instance if it is ready, without waiting.
@@ -658,7 +559,7 @@ func (p *Plugin) haltAgent(agentID string) {
 		return
 	}
 	if in := s.ready2(); in != nil {
-		in.guard.halt(errAgentEnd)
+		in.guard.Halt(errAgentEnd)
 	}
 	if s.facts != nil && s.facts.Session != "" {
 		p.endExecScope(s.facts.Session)
@@ -674,7 +575,7 @@ func (p *Plugin) endAgent(agentID string, deadline time.Time) {
 	p.mu.Unlock()
 	if s != nil {
 		if in := s.ready2(); in != nil {
-			in.guard.halt(errAgentEnd)
+			in.guard.Halt(errAgentEnd)
 		}
 	}
 	scope := "agent:" + agentID

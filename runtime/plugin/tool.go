@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
@@ -24,40 +23,19 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 		return tool.Result{}, fmt.Errorf("%w: %q", ErrNoTool, name)
 	}
 	ctx = prompt.WithAgent(ctx, facts)
-	var st hostfns.OutStatus
-	var out []byte
 	// A call that queued behind one whose failure discarded the instance
 	// never entered the guest: it runs once more, on a fresh instance.
-	retry := func(attempt int, err error) bool {
-		return errors.Is(err, errInstanceClosed) && attempt == 0 && ctx.Err() == nil
-	}
 	for attempt := 0; ; attempt++ {
 		in, err := p.instanceFor(ctx, facts)
 		if err != nil {
 			return tool.Result{}, err
 		}
-		if p.isExtism() {
-			res, err := p.callExtismTool(ctx, in, facts, name, args)
-			if retry(attempt, err) {
-				continue
-			}
-			return res, err
-		}
-		st, out, err = in.invoke(ctx, &callState{facts: facts}, hostfns.ExportTool, p.limits.CallTimeout,
-			[]byte(name), in.contextJSON(facts), args)
-		if retry(attempt, err) {
+		res, err := p.kind().callTool(ctx, in, facts, name, args)
+		if errors.Is(err, errInstanceClosed) && attempt == 0 && ctx.Err() == nil {
 			continue
 		}
-		if err != nil {
-			return tool.Result{}, err
-		}
-		break
+		return res, err
 	}
-	switch st {
-	case hostfns.OutOK, hostfns.OutError:
-		return tool.Result{Text: validText(out), IsError: st == hostfns.OutError}, nil
-	}
-	return tool.Result{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: fmt.Errorf("%w: status %d is not valid for a tool", ErrBadOutput, st)}
 }
 
 // validText turns a guest's output, a fresh copy nobody else holds, into

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
 	"testing"
 	"time"
 )
@@ -107,7 +108,7 @@ func TestNoInstanceOnceClosing(t *testing.T) {
 	}{
 		{"an agent's instance", func() (*instance, error) { return p.newInstance(bg, false, agent("late", "m")) }},
 		{"a load-time instance", func() (*instance, error) { return p.newInstance(bg, true, nil) }},
-		{"a check's bare instance", func() (*instance, error) { return p.newInstanceWith(bg, true, nil, clockShift, true) }},
+		{"a check's bare instance", func() (*instance, error) { return p.newInstanceWith(bg, true, nil, lazy.ClockShift, true) }},
 	} {
 		in, err := c.make()
 		if in != nil {

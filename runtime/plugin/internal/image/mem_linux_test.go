@@ -1,6 +1,6 @@
 //go:build linux
 
-package plugin
+package image
 
 import (
 	"bytes"
@@ -62,47 +62,47 @@ func TestWriteSparseReadsBackExactly(t *testing.T) {
 // memory as it was when taken, the instance goes on writing and growing
 // its own copy, and a memory made from the image starts from the image.
 func TestFreshMemoryBecomesAnImage(t *testing.T) {
-	var got allocation
-	lm := newAllocator(nil, &got).Allocate(2*pageSize, 64*pageSize)
+	var got Allocation
+	lm := newAllocator(nil, &got).Allocate(2*PageSize, 64*PageSize)
 	m, ok := lm.(*mmapMemory)
 	if !ok || m.shm < 0 {
 		t.Skipf("no memfd-backed memory here (%T)", lm)
 	}
-	buf := lm.Reallocate(2 * pageSize)
+	buf := lm.Reallocate(2 * PageSize)
 	for i := range buf {
 		buf[i] = byte(i % 251)
 	}
-	buf = lm.Reallocate(3 * pageSize) // growth while shared
-	buf[2*pageSize] = 42
+	buf = lm.Reallocate(3 * PageSize) // growth while shared
+	buf[2*PageSize] = 42
 	want := bytes.Clone(buf)
 
-	img, ok := m.takeImage(3 * pageSize)
+	img, ok := m.takeImage(3 * PageSize)
 	if !ok {
 		t.Fatal("takeImage refused a fresh shared memory")
 	}
 	defer img.release()
-	if _, ok := m.takeImage(3 * pageSize); ok {
+	if _, ok := m.takeImage(3 * PageSize); ok {
 		t.Fatal("a memory became an image twice")
 	}
 	// The instance writes on and grows: none of it reaches the image.
-	buf = lm.Reallocate(5 * pageSize)
-	if !bytes.Equal(buf[:3*pageSize], want) {
+	buf = lm.Reallocate(5 * PageSize)
+	if !bytes.Equal(buf[:3*PageSize], want) {
 		t.Fatal("the instance's memory changed when it became an image")
 	}
 	for i := range buf {
 		buf[i] = 0xee
 	}
 
-	var got2 allocation
-	lm2 := newAllocator(img, &got2).Allocate(3*pageSize, 64*pageSize)
-	if !got2.imaged {
+	var got2 Allocation
+	lm2 := newAllocator(img, &got2).Allocate(3*PageSize, 64*PageSize)
+	if !got2.Imaged {
 		t.Fatal("the memory made from the image did not map it")
 	}
-	buf2 := lm2.Reallocate(4 * pageSize)
-	if !bytes.Equal(buf2[:3*pageSize], want) {
+	buf2 := lm2.Reallocate(4 * PageSize)
+	if !bytes.Equal(buf2[:3*PageSize], want) {
 		t.Fatal("a memory made from the image does not hold the image")
 	}
-	if !bytes.Equal(buf2[3*pageSize:], make([]byte, pageSize)) {
+	if !bytes.Equal(buf2[3*PageSize:], make([]byte, PageSize)) {
 		t.Fatal("growth past the image is not zero")
 	}
 	buf2[0] = 1

@@ -1,4 +1,9 @@
-package plugin
+// Package budget enforces the compute budget and the wall-clock cap of
+// plugin calls: one Watchdog per host looks at every call in progress, each
+// instance owns one Guard re-armed per call, and a Sleeper is the WASI sleep
+// a kill wakes. It knows nothing of plugins, instances or ABIs: the host
+// hands it an interrupt flag and a classifier of traps.
+package budget
 
 import (
 	"context"
@@ -12,49 +17,61 @@ import (
 )
 
 // A call's compute budget runs down while the guest computes and while the
-// host works for it (see guard). It is enforced by
-// the host's watchdog, one goroutine that looks at every call in progress
-// each watchdogTick, instead of a timer and a context watcher per call:
-// arming a guard is then a few field writes and two atomic adds, which is
+// host works for it (see Guard). It is enforced by
+// the host's Watchdog, one goroutine that looks at every call in progress
+// each Tick, instead of a timer and a context watcher per call:
+// arming a Guard is then a few field writes and two atomic adds, which is
 // what keeps a warm tool call near a microsecond (see RATIONALE). The price
 // is precision: a call is stopped up to one tick after its budget ran out
 // or its context ended (a context that has ended before the call stops it
 // at once).
 const (
-	watchdogTick = 5 * time.Millisecond
-	// watchdogLinger is how long an idle watchdog keeps ticking before its
+	Tick = 5 * time.Millisecond
+	// Linger is how long an idle Watchdog keeps ticking before its
 	// goroutine exits; the next call starts it again. A busy agent thus
 	// pays for no goroutine start per call, and an idle host holds none.
-	watchdogLinger = time.Second
+	Linger = time.Second
 )
 
-// watchdog enforces the budgets and cancellations of a host's calls in
-// progress. It knows every instance's guard from the instance's creation
-// to its close; arming and disarming a guard touch only the guard and two
+// Watchdog enforces the budgets and cancellations of a host's calls in
+// progress. It knows every instance's Guard from the instance's creation
+// to its close; arming and disarming a Guard touch only the Guard and two
 // atomic counters.
-type watchdog struct {
+type Watchdog struct {
 	active  atomic.Int64  // guards armed now
 	arms    atomic.Uint64 // arm calls ever, so the loop notices short calls
 	running atomic.Bool
 
+	classify func(error) error
+
 	mu      sync.Mutex
-	guards  map[*guard]struct{}
+	guards  map[*Guard]struct{}
 	stopped bool
 	quit    chan struct{}
 	exited  chan struct{}
 }
 
-func newWatchdog() *watchdog { return &watchdog{guards: map[*guard]struct{}{}} }
+// NewWatchdog returns an idle watchdog; classify explains a guest call's
+// failure when the call was not stopped by its guard (a trap).
+func NewWatchdog(classify func(error) error) *Watchdog {
+	return &Watchdog{guards: map[*Guard]struct{}{}, classify: classify}
+}
 
-// register adds an instance's guard; release removes it when the instance
+// Running reports whether the watchdog's goroutine runs now.
+func (w *Watchdog) Running() bool { return w.running.Load() }
+
+// Active is the number of calls armed now.
+func (w *Watchdog) Active() int64 { return w.active.Load() }
+
+// register adds an instance's Guard; release removes it when the instance
 // closes.
-func (w *watchdog) register(g *guard) {
+func (w *Watchdog) register(g *Guard) {
 	w.mu.Lock()
 	w.guards[g] = struct{}{}
 	w.mu.Unlock()
 }
 
-func (w *watchdog) release(g *guard) {
+func (w *Watchdog) release(g *Guard) {
 	w.mu.Lock()
 	delete(w.guards, g)
 	w.mu.Unlock()
@@ -64,7 +81,7 @@ func (w *watchdog) release(g *guard) {
 // this sees the loop not running and starts it, or the loop, after saying
 // it stops, sees the count and goes on (see run). A loop that takes itself
 // back after stop still ends at its closed quit channel.
-func (w *watchdog) armed() {
+func (w *Watchdog) armed() {
 	w.active.Add(1)
 	w.arms.Add(1)
 	if !w.running.Load() {
@@ -72,9 +89,9 @@ func (w *watchdog) armed() {
 	}
 }
 
-func (w *watchdog) disarmed() { w.active.Add(-1) }
+func (w *Watchdog) disarmed() { w.active.Add(-1) }
 
-func (w *watchdog) start() {
+func (w *Watchdog) start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running.Load() || w.stopped {
@@ -85,13 +102,13 @@ func (w *watchdog) start() {
 	go w.run(w.quit, w.exited)
 }
 
-func (w *watchdog) run(quit, exited chan struct{}) {
+func (w *Watchdog) run(quit, exited chan struct{}) {
 	defer close(exited)
-	t := time.NewTicker(watchdogTick)
+	t := time.NewTicker(Tick)
 	defer t.Stop()
 	seen := w.arms.Load()
 	idle := time.Duration(0)
-	var calls []*guard
+	var calls []*Guard
 	for {
 		select {
 		case <-quit:
@@ -101,7 +118,7 @@ func (w *watchdog) run(quit, exited chan struct{}) {
 		if arms := w.arms.Load(); w.active.Load() > 0 || arms != seen {
 			seen, idle = arms, 0
 		} else {
-			if idle += watchdogTick; idle < watchdogLinger {
+			if idle += Tick; idle < Linger {
 				continue
 			}
 			// Say we stop, then look again: a call armed before the
@@ -120,7 +137,7 @@ func (w *watchdog) run(quit, exited chan struct{}) {
 			calls = append(calls, g)
 		}
 		w.mu.Unlock()
-		now := monotime()
+		now := Monotime()
 		for i, g := range calls {
 			g.check(now)
 			calls[i] = nil
@@ -130,9 +147,9 @@ func (w *watchdog) run(quit, exited chan struct{}) {
 }
 
 // stop ends the loop for good and waits for it; calls armed afterwards
-// are not watched. The host stops its watchdog after closing every
+// are not watched. The host stops its Watchdog after closing every
 // instance, when no call can be in progress.
-func (w *watchdog) stop() {
+func (w *Watchdog) Stop() {
 	w.mu.Lock()
 	w.stopped = true
 	quit, exited := w.quit, w.exited
@@ -148,17 +165,17 @@ func (w *watchdog) stop() {
 	}
 }
 
-// epoch is the origin of monotime.
+// epoch is the origin of Monotime.
 var epoch = time.Now()
 
-// monotime reads the monotonic clock: one clock read, where time.Now
+// Monotime reads the monotonic clock: one clock read, where time.Now
 // makes two (wall and monotonic).
-func monotime() time.Duration { return time.Since(epoch) }
+func Monotime() time.Duration { return time.Since(epoch) }
 
-// guard stops one guest call when its compute budget or its wall-clock
+// Guard stops one guest call when its compute budget or its wall-clock
 // cap runs out, its caller's context ends, or the host stops it (unload,
-// end of the agent, close). An instance owns one guard and re-arms it for
-// each call; its lock orders arming, disarming and the watchdog's checks,
+// end of the agent, close). An instance owns one Guard and re-arms it for
+// each call; its lock orders arming, disarming and the Watchdog's checks,
 // so a kill can never reach a later call.
 //
 // The compute budget counts everything the call makes the host do: guest
@@ -176,10 +193,10 @@ func monotime() time.Duration { return time.Since(epoch) }
 // call's context, which wazero (WithCloseOnContextDone) turns into closing
 // the module. Either way a kill also cancels the context host functions
 // wait under (hostCtx), so a blocked host call returns at once.
-type guard struct {
-	w     *watchdog
+type Guard struct {
+	w     *Watchdog
 	flag  api.MutableGlobal
-	sleep *sleeper
+	sleep *Sleeper
 
 	// halted mirrors stop != nil for the host functions' lock-free check.
 	halted atomic.Bool
@@ -192,35 +209,25 @@ type guard struct {
 	hcancel context.CancelCauseFunc
 	limit   time.Duration
 	wall    time.Duration // 0: no cap
-	begin   time.Duration // when the call began (monotime)
+	begin   time.Duration // when the call began (Monotime)
 	used    time.Duration // compute time before start
-	start   time.Duration // when the call last began counting (monotime)
+	start   time.Duration // when the call last began counting (Monotime)
 	waiting int           // exempt waits in progress
 	stop    error         // why the call was stopped; nil while it may run
 }
 
-// Why a call was stopped by the host rather than by its own limits.
-var (
-	errUnloaded = errors.New("the plugin was unloaded")
-	errAgentEnd = errors.New("the agent ended")
-	errHostDown = errors.New("the plugin host closed")
-	errReplaced = errors.New("the plugin was reloaded")
-	// errDiscarded: an instance that failed is closed; no call runs in it.
-	errDiscarded = errors.New("the instance was discarded")
-)
-
-func newGuard(w *watchdog, flag api.MutableGlobal, sl *sleeper) *guard {
-	g := &guard{w: w, flag: flag, sleep: sl}
+func NewGuard(w *Watchdog, flag api.MutableGlobal, sl *Sleeper) *Guard {
+	g := &Guard{w: w, flag: flag, sleep: sl}
 	w.register(g)
 	return g
 }
 
-// release forgets the guard when its instance closes.
-func (g *guard) release() { g.w.release(g) }
+// release forgets the Guard when its instance closes.
+func (g *Guard) Release() { g.w.release(g) }
 
 // arm starts watching a call of ctx with the given compute budget and
 // wall-clock cap (0: none). It returns the context to call the guest with.
-func (g *guard) arm(ctx context.Context, limit, wall time.Duration) context.Context {
+func (g *Guard) Arm(ctx context.Context, limit, wall time.Duration) context.Context {
 	g.sleep.killed.Store(false)
 	g.halted.Store(false)
 	// Host functions find their instance and call through the module, not
@@ -232,7 +239,7 @@ func (g *guard) arm(ctx context.Context, limit, wall time.Duration) context.Cont
 	}
 	g.armed, g.ctx, g.limit, g.wall = true, ctx, limit, wall
 	g.used, g.waiting, g.stop = 0, 0, nil
-	g.start = monotime()
+	g.start = Monotime()
 	g.begin = g.start
 	g.mu.Unlock()
 	g.w.armed()
@@ -249,7 +256,7 @@ func (g *guard) arm(ctx context.Context, limit, wall time.Duration) context.Cont
 // disarm ends the watch when the call returns; nothing kills after it. If
 // a kill raced with a call that returned normally, the flag is cleared:
 // the guest finished, its state is whole.
-func (g *guard) disarm() {
+func (g *Guard) Disarm() {
 	g.w.disarmed()
 	g.mu.Lock()
 	g.armed = false
@@ -271,7 +278,7 @@ func (g *guard) disarm() {
 // hostCtx is the context host functions of the call in progress wait
 // under: the caller's, cancelled too when the call is stopped for any
 // reason, with that reason as its cause.
-func (g *guard) hostCtx() context.Context {
+func (g *Guard) HostCtx() context.Context {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.armed {
@@ -290,10 +297,10 @@ func (g *guard) hostCtx() context.Context {
 
 // beginWait leaves the time until endWait out of the compute budget (not
 // out of the wall-clock cap): for waits another grant bounds.
-func (g *guard) beginWait() {
+func (g *Guard) BeginWait() {
 	g.mu.Lock()
 	if g.waiting == 0 {
-		g.used += monotime() - g.start
+		g.used += Monotime() - g.start
 	}
 	g.waiting++
 	g.mu.Unlock()
@@ -301,22 +308,33 @@ func (g *guard) beginWait() {
 
 // endWait counts compute again; a budget that ran out meanwhile kills at
 // once.
-func (g *guard) endWait() {
+func (g *Guard) EndWait() {
 	g.mu.Lock()
 	g.waiting--
 	if g.waiting == 0 {
-		g.start = monotime()
+		g.start = Monotime()
 		if g.armed && g.stop == nil && g.used >= g.limit {
-			g.killLocked(errBudget)
+			g.killLocked(ErrBudget)
 		}
 	}
 	g.mu.Unlock()
 }
 
-var errBudget = fmt.Errorf("%w (killed)", ErrComputeBudget)
+// Why a call was stopped by its own limits. The plugin facade re-exports
+// ErrComputeBudget and ErrWallClock.
+var (
+	// ErrComputeBudget: a call exceeded its compute budget and was killed.
+	ErrComputeBudget = errors.New("plugin exceeded its compute budget")
+	// ErrWallClock: a call exceeded its wall-clock cap
+	// (grants.limits.wall_timeout), which counts waits too, and was
+	// killed.
+	ErrWallClock = errors.New("plugin exceeded its wall-clock cap")
+	// ErrBudget is the stop of a call whose compute budget ran out.
+	ErrBudget = fmt.Errorf("%w (killed)", ErrComputeBudget)
+)
 
-// check is the watchdog's look at the call at now.
-func (g *guard) check(now time.Duration) {
+// check is the Watchdog's look at the call at now.
+func (g *Guard) check(now time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.armed || g.stop != nil {
@@ -335,13 +353,13 @@ func (g *guard) check(now time.Duration) {
 		used += now - g.start
 	}
 	if used >= g.limit {
-		g.killLocked(errBudget)
+		g.killLocked(ErrBudget)
 	}
 }
 
 // halt stops the call in progress, if any, for why (the host's reason:
 // unload, end of the agent, close). It reports whether a call was running.
-func (g *guard) halt(why error) bool {
+func (g *Guard) Halt(why error) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.armed {
@@ -356,7 +374,7 @@ func (g *guard) halt(why error) bool {
 // killLocked stops the call for err: it wakes a sleeping guest, raises the
 // interrupt flag (or cancels the fallback's context) and cancels what host
 // functions wait on.
-func (g *guard) killLocked(err error) {
+func (g *Guard) killLocked(err error) {
 	g.stop = err
 	g.halted.Store(true)
 	g.sleep.killed.Store(true)
@@ -371,7 +389,7 @@ func (g *guard) killLocked(err error) {
 }
 
 // stopped returns why the call was stopped, or nil.
-func (g *guard) stopped() error {
+func (g *Guard) Stopped() error {
 	if !g.halted.Load() {
 		return nil
 	}
@@ -381,26 +399,26 @@ func (g *guard) stopped() error {
 }
 
 // why explains a failed guest call.
-func (g *guard) why(err error) error {
+func (g *Guard) Why(err error) error {
 	g.mu.Lock()
 	stop := g.stop
 	g.mu.Unlock()
 	if stop != nil {
 		return stop
 	}
-	return classifyTrap(err)
+	return g.w.classify(err)
 }
 
-// sleeper is an instance's WASI sleep. wazero's poll_oneoff sleeps without
+// Sleeper is an instance's WASI sleep. wazero's poll_oneoff sleeps without
 // watching any context, so a guest asleep when its budget ran out (or its
 // turn was cancelled) would sleep on; this one wakes when the call is
 // killed, and the guest then meets its interrupt at the next check.
-type sleeper struct{ killed atomic.Bool }
+type Sleeper struct{ killed atomic.Bool }
 
-// sleepSlice bounds how long a killed sleeper goes on sleeping.
+// sleepSlice bounds how long a killed Sleeper goes on sleeping.
 const sleepSlice = 5 * time.Millisecond
 
-func (s *sleeper) sleep(ns int64) {
+func (s *Sleeper) Sleep(ns int64) {
 	deadline := time.Now().Add(time.Duration(ns))
 	for !s.killed.Load() {
 		left := time.Until(deadline)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package plugin
+package image
 
 import (
 	"errors"
@@ -19,4 +19,4 @@ func (*memImage) release() {}
 
 func (*memImage) acquire() {}
 
-func newAllocator(*memImage, *allocation) experimental.MemoryAllocator { return nil }
+func newAllocator(*memImage, *Allocation) experimental.MemoryAllocator { return nil }

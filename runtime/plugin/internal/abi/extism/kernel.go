@@ -1,13 +1,4 @@
-package plugin
-
-import (
-	"encoding/binary"
-	"slices"
-
-	"github.com/tetratelabs/wazero/api"
-)
-
-// The Extism kernel, served by our own wazero host.
+// Package extism is the Extism kernel, served by our own wazero host.
 //
 // An Extism plugin imports its memory-management and I/O functions from
 // "extism:host/env" (the "kernel") and the host's functions from
@@ -21,7 +12,7 @@ import (
 // vars, HTTP, logging and hyper-mcp's host functions) leave Wasm for Go.
 //
 // Layout of the kernel's memory: offset 0 is the null offset; blocks start
-// at kernelBase. Each block is an 8-byte little-endian length followed by
+// at Base. Each block is an 8-byte little-endian length followed by
 // the data, rounded up to 8 bytes. Allocation is a bump allocator, reset
 // at the start of every call (Extism's own kernel is reset by the host
 // before every call too); freeing the most recent block gives its space
@@ -33,45 +24,56 @@ import (
 // fails the call (a denied HTTP request, an unsupported hyper-mcp
 // function) without panicking. The host reports the reason it recorded,
 // not the trap.
+//
+// The package knows the kernel and the names and signatures of the
+// Extism and hyper-mcp host functions; the host implements the Go ones.
+package extism
 
-// kernelBase is the offset of the first block header.
-const kernelBase = 8
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Base is the offset of the first block header.
+const Base = 8
 
 // Names of the kernel's exported globals.
 const (
-	kgHeap   = "dsh_heap"
-	kgInOff  = "dsh_in_off"
-	kgInLen  = "dsh_in_len"
-	kgOutOff = "dsh_out_off"
-	kgOutLen = "dsh_out_len"
-	kgErr    = "dsh_err"
-	kgAbort  = "dsh_abort"
+	GlobalHeap   = "dsh_heap"
+	GlobalInOff  = "dsh_in_off"
+	GlobalInLen  = "dsh_in_len"
+	GlobalOutOff = "dsh_out_off"
+	GlobalOutLen = "dsh_out_len"
+	GlobalErr    = "dsh_err"
+	GlobalAbort  = "dsh_abort"
 )
 
-// extismGoModule is the host module the generated kernel imports its Go
+// GoModule is the host module the generated kernel imports its Go
 // functions from. Guests cannot import it: the community ABI check allows
 // only extism:host/env, extism:host/user and WASI.
-const extismGoModule = "dsh:extism-go"
+const GoModule = "dsh:extism-go"
 
 const (
 	i32 = api.ValueTypeI32
 	i64 = api.ValueTypeI64
 )
 
-// kernelGoFunc is a function the kernel forwards to Go.
-type kernelGoFunc struct {
-	name    string
-	params  []api.ValueType
-	results []api.ValueType
+// GoFunc is a function the kernel forwards to Go.
+type GoFunc struct {
+	Name    string
+	Params  []api.ValueType
+	Results []api.ValueType
 }
 
-// kernelGoFuncs are the kernel functions implemented in Go: Extism's host
+// GoFuncs are the kernel functions implemented in Go: Extism's host
 // functions in extism:host/env, then hyper-mcp's extism:host/user set with
 // the exact signatures of the host_fn! declarations in hyper-mcp's
 // src/service.rs (PTR is I64), then the legacy extism:host/user
 // config_get of old mcp.run servlets, which has env's signature and
 // shares its export.
-var kernelGoFuncs = []kernelGoFunc{
+var GoFuncs = []GoFunc{
 	{"config_get", []api.ValueType{i64}, []api.ValueType{i64}},
 	{"var_get", []api.ValueType{i64}, []api.ValueType{i64}},
 	{"var_set", []api.ValueType{i64, i64}, nil},
@@ -96,14 +98,14 @@ var kernelGoFuncs = []kernelGoFunc{
 	{"notify_tool_list_changed", nil, nil},
 }
 
-// hyperMCPUserFuncs are the names a plugin may import from
+// UserFuncs are the names a plugin may import from
 // extism:host/user: hyper-mcp's host_fn! set and the legacy config_get.
-var hyperMCPUserFuncs = []string{"create_elicitation", "create_message", "list_roots",
+var UserFuncs = []string{"create_elicitation", "create_message", "list_roots",
 	"notify_logging_message", "notify_progress", "notify_prompt_list_changed",
 	"notify_resource_list_changed", "notify_resource_updated", "notify_tool_list_changed", "config_get"}
 
-// kernelEnvFuncs are the names a plugin may import from extism:host/env.
-var kernelEnvFuncs = []string{"alloc", "free", "length", "length_unsafe", "load_u8", "load_u64",
+// EnvFuncs are the names a plugin may import from extism:host/env.
+var EnvFuncs = []string{"alloc", "free", "length", "length_unsafe", "load_u8", "load_u64",
 	"store_u8", "store_u64", "input_length", "input_offset", "input_load_u8", "input_load_u64",
 	"output_set", "error_set", "config_get", "var_get", "var_set", "http_request",
 	"http_status_code", "http_headers", "log_info", "log_debug", "log_warn", "log_error",
@@ -243,7 +245,7 @@ func kernelFuncs() []kfunc {
 	// free(offset): gives back the most recent block; others wait for
 	// the reset at the next call.
 	{
-		c := code{}.local(opLocalGet, 0).i64(kernelBase+8).op(opI64LtU).op(opIf, blockEmpty, opReturn, opEnd).
+		c := code{}.local(opLocalGet, 0).i64(Base+8).op(opI64LtU).op(opIf, blockEmpty, opReturn, opEnd).
 			local(opLocalGet, 0).global(opGlobalGet, gHeap).op(opI64GeU).op(opIf, blockEmpty, opReturn, opEnd).
 			local(opLocalGet, 0).i64(8).op(opI64Sub, opI32WrapI64).mem(opI64Load, 3, 0).align8().
 			local(opLocalGet, 0).op(opI64Add).global(opGlobalGet, gHeap).op(opI64Eq).
@@ -251,7 +253,7 @@ func kernelFuncs() []kfunc {
 		fs = append(fs, kfunc{name: "free", params: I, body: c})
 	}
 	// length(offset) -> the block's length, 0 for an offset outside the heap.
-	length := code{}.local(opLocalGet, 0).i64(kernelBase+8).op(opI64LtU).retI64If(0).
+	length := code{}.local(opLocalGet, 0).i64(Base+8).op(opI64LtU).retI64If(0).
 		local(opLocalGet, 0).global(opGlobalGet, gHeap).op(opI64GeU).retI64If(0).
 		local(opLocalGet, 0).i64(8).op(opI64Sub, opI32WrapI64).mem(opI64Load, 3, 0)
 	fs = append(fs, kfunc{name: "length", params: I, results: L, body: length},
@@ -279,8 +281,8 @@ func kernelFuncs() []kfunc {
 	return fs
 }
 
-// kernelModule returns the kernel's bytes. maxPages caps its memory.
-func kernelModule(maxPages uint32) []byte {
+// Module returns the kernel's bytes. maxPages caps its memory.
+func Module(maxPages uint32) []byte {
 	type sig struct{ p, r []api.ValueType }
 	var types []sig
 	typeIdx := func(p, r []api.ValueType) int {
@@ -294,15 +296,15 @@ func kernelModule(maxPages uint32) []byte {
 	}
 	// Imports: the Go functions. Defined functions: the wrappers that
 	// forward to them and check the abort flag, then the pure-Wasm kernel.
-	nImp := len(kernelGoFuncs)
+	nImp := len(GoFuncs)
 	var funcs []kfunc
-	for i, g := range kernelGoFuncs {
+	for i, g := range GoFuncs {
 		c := code{}
-		for j := range g.params {
+		for j := range g.Params {
 			c = c.local(opLocalGet, j)
 		}
 		c = c.local(opCall, i).global(opGlobalGet, gAbort).trapIf()
-		funcs = append(funcs, kfunc{name: g.name, params: g.params, results: g.results, body: c})
+		funcs = append(funcs, kfunc{name: g.Name, params: g.Params, results: g.Results, body: c})
 	}
 	funcs = append(funcs, kernelFuncs()...)
 
@@ -317,9 +319,9 @@ func kernelModule(maxPages uint32) []byte {
 		return b
 	}
 	var imports, fnDecls, exports, bodies [][]byte
-	for _, g := range kernelGoFuncs {
-		b := wname(wname(nil, extismGoModule), g.name)
-		imports = append(imports, uleb(append(b, 0x00), uint64(typeIdx(g.params, g.results))))
+	for _, g := range GoFuncs {
+		b := wname(wname(nil, GoModule), g.Name)
+		imports = append(imports, uleb(append(b, 0x00), uint64(typeIdx(g.Params, g.Results))))
 	}
 	for i, f := range funcs {
 		fnDecls = append(fnDecls, uleb(nil, uint64(typeIdx(f.params, f.results))))
@@ -341,8 +343,8 @@ func kernelModule(maxPages uint32) []byte {
 		name string
 		t    api.ValueType
 		init int64
-	}{{kgHeap, i64, kernelBase}, {kgInOff, i64, 0}, {kgInLen, i64, 0}, {kgOutOff, i64, 0},
-		{kgOutLen, i64, 0}, {kgErr, i64, 0}, {kgAbort, i32, 0}}
+	}{{GlobalHeap, i64, Base}, {GlobalInOff, i64, 0}, {GlobalInLen, i64, 0}, {GlobalOutOff, i64, 0},
+		{GlobalOutLen, i64, 0}, {GlobalErr, i64, 0}, {GlobalAbort, i32, 0}}
 	var gdefs [][]byte
 	for i, g := range globals {
 		b := []byte{g.t, 0x01}

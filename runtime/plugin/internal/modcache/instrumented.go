@@ -1,4 +1,4 @@
-package plugin
+package modcache
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // module's bytes and the rewriter's version. The cache keeps the output
 // next to wazero's compiled code, so a warm load skips the rewrite.
 //
-// The output is kept in a blobStore under a key of the module's digest
+// The output is kept in a Store under a key of the module's digest
 // and the rewriter's versions: named by the sha256 of the rewritten bytes
 // and checked against it before use, so an entry that was changed on
 // disk is rebuilt, never compiled (the pin covers the bytes the operator
@@ -26,11 +26,11 @@ import (
 // modules, and the same ones again and again (reloads, new hosts in tests).
 var memInstrumented sync.Map
 
-// instrument returns the module rewritten for interruption, and for
+// Instrument returns the module rewritten for interruption, and for
 // instance images where it can be (interrupt.PrepareSnapshot), from the
 // cache when it has it. digest is the sha256 of b, in hex.
-func (c *Cache) instrument(digest string, b []byte) ([]byte, error) {
-	ib, release, err := c.instrumentSource(digest, func() ([]byte, error) { return b, nil })
+func (c *Cache) Instrument(digest string, b []byte) ([]byte, error) {
+	ib, release, err := c.InstrumentSource(digest, func() ([]byte, error) { return b, nil })
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +38,11 @@ func (c *Cache) instrument(digest string, b []byte) ([]byte, error) {
 	return bytes.Clone(ib), nil
 }
 
-// instrumentSource is instrument for a module read by src, which it calls
+// InstrumentSource is Instrument for a module read by src, which it calls
 // only when the cache does not have the module rewritten. The bytes it
 // returns may be a read-only mapping of the cache's file: they are valid
 // until release is called, and must not be written.
-func (c *Cache) instrumentSource(digest string, src func() ([]byte, error)) (_ []byte, release func(), _ error) {
+func (c *Cache) InstrumentSource(digest string, src func() ([]byte, error)) (_ []byte, release func(), _ error) {
 	key := digest + "-" + interrupt.Version + "-" + interrupt.SnapshotVersion
 	noop := func() {}
 	rewriteSource := func() ([]byte, func(), error) {
@@ -50,10 +50,10 @@ func (c *Cache) instrumentSource(digest string, src func() ([]byte, error)) (_ [
 		if err != nil {
 			return nil, nil, err
 		}
-		ib, err := rewrite(b)
+		ib, err := Rewrite(b)
 		return ib, noop, err
 	}
-	if c == nil || c.c == nil {
+	if c == nil || c.compiled == nil {
 		return rewriteSource()
 	}
 	if c.dir == "" {
@@ -66,29 +66,29 @@ func (c *Cache) instrumentSource(digest string, src func() ([]byte, error)) (_ [
 		}
 		return ib, noop, err
 	}
-	store := c.instrumented()
-	if ib, release, ok := store.get(key, maxInstrumented); ok {
+	store := c.Instrumented()
+	if ib, release, ok := store.Get(key, MaxInstrumented); ok {
 		return ib, release, nil
 	}
 	ib, _, err := rewriteSource()
 	if err != nil {
 		return nil, nil, err
 	}
-	store.put(key, ib) // best effort: a failed write costs the next load a rewrite
+	store.Put(key, ib) // best effort: a failed write costs the next load a rewrite
 	return ib, noop, nil
 }
 
-// maxInstrumented bounds a rewritten module read from the cache.
-const maxInstrumented = 1 << 30
+// MaxInstrumented bounds a rewritten module read from the cache.
+const MaxInstrumented = 1 << 30
 
-// instrumented is where c keeps rewritten modules.
-func (c *Cache) instrumented() blobStore { return blobStore{dir: filepath.Join(c.dir, "instrumented")} }
+// Instrumented is where c keeps rewritten modules.
+func (c *Cache) Instrumented() Store { return Store{Dir: filepath.Join(c.dir, "instrumented")} }
 
-// writeCacheFile writes the concatenation of parts to path through a
+// writeFile writes the concatenation of parts to path through a
 // temporary file and a rename, so that a reader sees the whole entry or
 // none, and reports whether it did. Best effort: the cache is an
 // accelerator.
-func writeCacheFile(path string, parts ...[]byte) bool {
+func writeFile(path string, parts ...[]byte) bool {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return false
 	}
@@ -113,8 +113,8 @@ func writeCacheFile(path string, parts ...[]byte) bool {
 	return err == nil
 }
 
-// rewrite prepares b for images when it can, then instruments it.
-func rewrite(b []byte) ([]byte, error) {
+// Rewrite prepares b for images when it can, then instruments it.
+func Rewrite(b []byte) ([]byte, error) {
 	if pb, _, err := interrupt.PrepareSnapshot(b); err == nil {
 		b = pb
 	}

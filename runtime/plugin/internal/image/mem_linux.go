@@ -1,6 +1,6 @@
 //go:build linux
 
-package plugin
+package image
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ func (m *memImage) release() {
 // The mapping outlives no guest code that may touch it: wazero frees a
 // memory when its module is closed, and a module might be closed while a
 // call is still running in it (a host function blocked past the call's
-// end, say). So calls mark themselves (enter, leave), and a Free during a
+// end, say). So calls mark themselves (Enter, Leave), and a Free during a
 // call only flags the memory; the last call to leave unmaps it.
 //
 // A fresh memory (not from an image) is a memfd mapped shared, shm, until
@@ -115,9 +115,9 @@ type mmapMemory struct {
 
 const freedBit = 1 << 62
 
-func (m *mmapMemory) enter() { m.state.Add(1) }
+func (m *mmapMemory) Enter() { m.state.Add(1) }
 
-func (m *mmapMemory) leave() {
+func (m *mmapMemory) Leave() {
 	if m.state.Add(-1) == freedBit {
 		m.unmap()
 	}
@@ -131,7 +131,7 @@ func roundUp(n uint64) uint64 { return (n + osPage - 1) &^ (osPage - 1) }
 // zero). It reports what it made through got: guard stays nil when the
 // reservation failed and the memory fell back to the Go heap, zeroed, in
 // which case imaged is false and the instance must initialise itself.
-func newAllocator(img *memImage, got *allocation) experimental.MemoryAllocator {
+func newAllocator(img *memImage, got *Allocation) experimental.MemoryAllocator {
 	return experimental.MemoryAllocatorFunc(func(capBytes, maxBytes uint64) experimental.LinearMemory {
 		if maxBytes < capBytes {
 			maxBytes = capBytes
@@ -147,7 +147,7 @@ func newAllocator(img *memImage, got *allocation) experimental.MemoryAllocator {
 				m.shm = fd
 			}
 		}
-		got.guard, got.imaged = m, img != nil
+		got.Guard, got.Imaged = m, img != nil
 		return m
 	})
 }
