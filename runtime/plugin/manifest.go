@@ -246,16 +246,22 @@ func (p *Plugin) replayInit(ctx context.Context, tx *prompt.Tx) error {
 	p.contrib.reset()
 	in := &instance{p: p, loadTime: true}
 	cs := &callState{ctx: ctx, tx: tx, init: true, export: hostfns.ExportInit}
+	// The history holds the answers as given now: a manifest holds only
+	// the digest of a secret one (lazy.Call.Sealed), and a new load-time
+	// instance is answered from the history.
+	live := make([]lazy.Call, len(p.manifest.Calls))
 	for i, c := range p.manifest.Calls {
-		if st, payload, ok := in.replayCall(cs, c); !ok {
-			return fmt.Errorf("%w: call %d (%s) was answered %d %q and now %d %q", errReplayDiverged, i+1, c.Fn, c.Status, c.Resp, st, payload)
+		st, payload, ok := in.replayCall(cs, c)
+		if !ok {
+			return fmt.Errorf("%w: call %d (%s) was answered %d and now %d", errReplayDiverged, i+1, c.Fn, c.Status, st)
 		}
+		live[i] = lazy.Call{Fn: c.Fn, Req: c.Req, Status: st, Resp: payload}
 	}
 	if err := p.checkNeeds(); err != nil {
 		return err
 	}
 	p.mu.Lock()
-	p.history = &lazy.History{Init: p.manifest.Calls, Bytes: lazy.RecordBytes(p.manifest.Calls)}
+	p.history = &lazy.History{Init: live, Bytes: lazy.RecordBytes(live)}
 	p.mu.Unlock()
 	return nil
 }
@@ -268,7 +274,7 @@ func (in *instance) replayCall(cs *callState, c lazy.Call) (hostfns.Status, []by
 		return hostfns.ErrNotFound, []byte(c.Fn + ": not a host function a record may hold"), false
 	}
 	st, payload := in.replay(f, cs, c.Req)
-	return st, payload, st == c.Status && bytes.Equal(payload, c.Resp)
+	return st, payload, c.Answers(st, payload)
 }
 
 // replay serves one recorded request as serve would have, without guest
@@ -537,10 +543,12 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 	ev := p.manifest.Events[i]
 	in := &instance{p: p, loadTime: true}
 	cs := &callState{ctx: ctx}
+	live := make([]lazy.Call, len(ev.Calls))
 	for k, c := range ev.Calls {
 		st, resp, same := in.replayCall(cs, c)
+		live[k] = lazy.Call{Fn: c.Fn, Req: c.Req, Status: st, Resp: resp}
 		if !same {
-			got := append(slices.Clone(ev.Calls[:k]), lazy.Call{Fn: c.Fn, Req: c.Req, Status: st, Resp: resp})
+			got := slices.Clone(live[:k+1]) // the calls so far, as answered now
 			p.log.Debug("a recorded event no longer replays; the guest carries it on", "event", event, "call", k+1)
 			p.mu.Lock()
 			p.eventsUsed = len(p.manifest.Events)
@@ -548,6 +556,7 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 			return 0, nil, false, got, cs.hostBytes
 		}
 	}
+	ev.Calls = live // as answered now: the manifest may hold only digests
 	p.mu.Lock()
 	p.history = hist.With(ev, lazy.EventBytes(ev))
 	p.mu.Unlock()

@@ -8,6 +8,9 @@
 package lazy
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"time"
@@ -20,7 +23,7 @@ import (
 // guest sees as it starts that the key does not hold (its WASI arguments
 // and environment beyond the granted variables, the config's framing):
 // change it when any of them changes, and old manifests stop matching.
-const Version = "dsh-manifest-v1"
+const Version = "dsh-manifest-v2"
 
 // MaxRecorded caps the bytes of requests and answers a load-time
 // instance's history holds (past it, a new load-time instance is set up
@@ -38,6 +41,47 @@ type Call struct {
 	Req    []byte         `json:"req"`
 	Status hostfns.Status `json:"status"`
 	Resp   []byte         `json:"resp,omitempty"`
+	// RespSHA256 stands for Resp in a manifest when the answer is a
+	// secret (Sealed): the hex sha256 of the answer, never the answer.
+	RespSHA256 string `json:"resp_sha256,omitempty"`
+}
+
+// secret are the host functions whose answers a manifest never holds: a
+// granted environment variable is often a key, and the cache directory
+// is no place for it. A replay asks the host again and compares digests.
+var secret = map[string]bool{hostfns.FnEnvGet: true}
+
+// Sealed is c as a manifest holds it: a secret answer replaced by its
+// sha256.
+func (c Call) Sealed() Call {
+	if !secret[c.Fn] || c.RespSHA256 != "" {
+		return c
+	}
+	sum := sha256.Sum256(c.Resp)
+	c.RespSHA256, c.Resp = hex.EncodeToString(sum[:]), nil
+	return c
+}
+
+// Answers reports whether st and resp are the answer c recorded, by its
+// digest for a sealed call.
+func (c Call) Answers(st hostfns.Status, resp []byte) bool {
+	if st != c.Status {
+		return false
+	}
+	if c.RespSHA256 != "" {
+		sum := sha256.Sum256(resp)
+		return hex.EncodeToString(sum[:]) == c.RespSHA256
+	}
+	return bytes.Equal(resp, c.Resp)
+}
+
+// sealed returns calls with every secret answer sealed.
+func sealed(calls []Call) []Call {
+	out := make([]Call, len(calls))
+	for i, c := range calls {
+		out[i] = c.Sealed()
+	}
+	return out
 }
 
 type Event struct {
@@ -151,7 +195,14 @@ func Read(store modcache.Store, key string) (*Manifest, bool) {
 // written costs the next load a compilation. One that Read would refuse
 // is dropped instead.
 func Write(store modcache.Store, m *Manifest) {
-	b, err := json.Marshal(m)
+	disk := *m
+	disk.Calls = sealed(m.Calls)
+	disk.Events = make([]Event, len(m.Events))
+	for i, ev := range m.Events {
+		ev.Calls = sealed(ev.Calls)
+		disk.Events[i] = ev
+	}
+	b, err := json.Marshal(&disk)
 	if err != nil || len(b) >= 4*MaxManifest || !m.WithinBounds() {
 		store.Drop(m.Key)
 		return
