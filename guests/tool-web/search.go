@@ -108,17 +108,17 @@ func resolveSearch(c *searchConfig) (*provider, error) {
 		return nil, fmt.Errorf("tool-web config: search.base_url %q: want an http or https URL with no query", c.BaseURL)
 	}
 	defaults := []struct {
-		name string
-		v    *int
-		def  int
-	}{{"max_results", &c.MaxResults, 8}, {"max_tokens", &c.MaxTokens, map[string]int{"perplexity": 1024, "deepseek": 4096}[c.Provider]},
-		{"max_uses", &c.MaxUses, 5}, {"highlights_per_url", &c.HighlightsPerURL, 1}}
+		name     string
+		v        *int
+		def, max int
+	}{{"max_results", &c.MaxResults, 8, 100}, {"max_tokens", &c.MaxTokens, map[string]int{"perplexity": 1024, "deepseek": 4096}[c.Provider], 1 << 20},
+		{"max_uses", &c.MaxUses, 5, 100}, {"highlights_per_url", &c.HighlightsPerURL, 1, 100}}
 	for _, d := range defaults {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
-		if *d.v < 0 || *d.v > 1000 {
-			return nil, fmt.Errorf("tool-web config: search.%s must be between 1 and 1000, not %d", d.name, *d.v)
+		if *d.v < 0 || *d.v > d.max {
+			return nil, fmt.Errorf("tool-web config: search.%s must be between 1 and %d, not %d", d.name, d.max, *d.v)
 		}
 	}
 	if c.Model == "" {
