@@ -94,7 +94,7 @@ func loadSearch(t *testing.T, g config.Grants, searchCfg string, key string) (*t
 	}
 	spec.Config = json.RawMessage(`{"search":` + searchCfg + `}`)
 	h, err := plugin.New(plugin.Options{Registry: prompt.NewRegistry(nil), Builtins: All(), Cache: testCache,
-		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)
 	}

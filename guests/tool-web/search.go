@@ -145,7 +145,7 @@ func setupSearch(p *guest.Plugin, c *searchConfig) error {
 	key, ok := os.LookupEnv(c.APIKeyEnv)
 	if !ok || strings.TrimSpace(key) == "" {
 		if p.Loading() {
-			guest.Log("warn", "web_search is not registered: "+missingKey(c))
+			guest.Log("info", "web_search is not registered: "+missingKey(c))
 		}
 		return nil
 	}
