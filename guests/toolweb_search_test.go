@@ -184,7 +184,10 @@ func TestToolWebSearchPerplexity(t *testing.T) {
 			io.WriteString(w, `{"choices":[]}`)
 		}
 	})
-	e, _, _ := loadSearch(t, searchGrants(f.srv.URL), searchCfg("perplexity", f.srv.URL+"/", ""), "pplx-key")
+	// A base URL as an operator may write it: scheme in capitals, a
+	// trailing slash. The answer is still the endpoint's, not a redirect.
+	base := strings.Replace(f.srv.URL, "http://", "HTTP://", 1) + "/"
+	e, _, _ := loadSearch(t, searchGrants(f.srv.URL), searchCfg("perplexity", base, ""), "pplx-key")
 
 	got := e.ok(t, "web_search", jsonArgs("query", "structured"))
 	want := "Go 1.24 shipped in February 2025 [1].\n\nSources:\n" +

@@ -217,7 +217,7 @@ func runSearch(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		}
 		return fmt.Errorf("web_search: the %s provider did not answer: %w", name, err)
 	}
-	if resp.URL != endpoint {
+	if !sameURL(resp.URL, endpoint) {
 		// The request carried the key; an answer from elsewhere is not
 		// the provider's.
 		return fmt.Errorf("web_search: the %s provider redirected the search to %s; set search.base_url to the provider's endpoint", name, clean(resp.URL, maxURLBytes))
@@ -237,6 +237,15 @@ func runSearch(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	}
 	format(out, r, s.cfg.MaxResults)
 	return nil
+}
+
+// sameURL reports whether the response came from the endpoint asked,
+// whatever case its scheme and host were written in.
+func sameURL(got, asked string) bool {
+	g, err1 := url.Parse(got)
+	a, err2 := url.Parse(asked)
+	return err1 == nil && err2 == nil && strings.EqualFold(g.Scheme, a.Scheme) && strings.EqualFold(g.Host, a.Host) &&
+		g.EscapedPath() == a.EscapedPath() && g.RawQuery == a.RawQuery
 }
 
 // format writes the result the model sees: the answer, the sources one a
