@@ -143,7 +143,9 @@ func TestHeadlessRunAgainstLocalDeepSeek(t *testing.T) {
 		for _, tl := range r.Tools {
 			names = append(names, tl.Function.Name)
 		}
-		if got := strings.Join(names, ","); got != "read,write,edit,bash,bash_output,bash_kill,todo_write,web_fetch,subagent,subagent_fork" {
+		// With the model's key set, the example's web plugin offers
+		// web_search too (DeepSeek's search, the same key).
+		if got := strings.Join(names, ","); got != "read,write,edit,bash,bash_output,bash_kill,todo_write,web_search,web_fetch,subagent,subagent_fork" {
 			t.Errorf("request %d: tools %s", i+1, got)
 		}
 	}

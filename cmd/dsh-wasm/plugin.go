@@ -76,6 +76,9 @@ what it registered as JSON:
                  init and wall-clock timeouts, host bytes per call, prompt
                  bytes (and those its registrations hold), log bytes per
                  minute, registrations, state per session (docs/SECURITY.md)
+  log            what the plugin logged at info level and above while it
+                 loaded, as "LEVEL message" (why it left a tool out, say);
+                 absent when it logged nothing
 
 The host registers the harness's sections and variables first, as a
 deployment does, so a plugin claiming one of their names is refused.
@@ -195,6 +198,8 @@ type inspectReport struct {
 	Exec          plugin.ExecEnforcement `json:"exec"`
 	AssemblyError string                 `json:"assembly_error,omitempty"`
 	Bounds        plugin.Bounds          `json:"bounds"`
+	// Log is what the plugin logged at info and above while it loaded.
+	Log []string `json:"log,omitempty"`
 	*renderReport
 }
 
@@ -209,7 +214,8 @@ type inspectSection struct {
 // cliHost), closed before returning, compiling through the cache the
 // global flags choose.
 func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
-	h, closeHost, err := cliHost(ctx, g, logger)
+	col := &loadLog{next: logger.Handler(), lines: new([]string)}
+	h, closeHost, err := cliHost(ctx, g, slog.New(col))
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +229,7 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 		return nil, err
 	}
 	r := reportOf(p)
+	r.Log = *col.lines
 	rr, err := renderPlugin(ctx, h, p)
 	switch {
 	case errors.Is(err, plugin.ErrBadOutput):
@@ -233,6 +240,44 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 		r.renderReport = rr
 	}
 	return r, nil
+}
+
+// loadLog passes records on to next and keeps the messages at info
+// level and above of the records a plugin logged (those with a plugin
+// attribute): what inspect reports as log.
+type loadLog struct {
+	next   slog.Handler
+	plugin bool
+	lines  *[]string
+}
+
+func (l *loadLog) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelInfo || l.next.Enabled(ctx, level)
+}
+
+func (l *loadLog) Handle(ctx context.Context, r slog.Record) error {
+	if l.plugin && r.Level >= slog.LevelInfo {
+		*l.lines = append(*l.lines, r.Level.String()+" "+r.Message)
+	}
+	if l.next.Enabled(ctx, r.Level) {
+		return l.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (l *loadLog) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *l
+	c.next = l.next.WithAttrs(as)
+	for _, a := range as {
+		c.plugin = c.plugin || a.Key == "plugin"
+	}
+	return &c
+}
+
+func (l *loadLog) WithGroup(name string) slog.Handler {
+	c := *l
+	c.next = l.next.WithGroup(name)
+	return &c
 }
 
 // reportOf describes a loaded plugin.

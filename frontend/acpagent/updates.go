@@ -191,6 +191,18 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 			}
 		}
 	}
+	if c.Name == "web_search" {
+		// The reference's search card: kind search, titled by the query,
+		// which is also its raw input.
+		opts = append(opts, acp.WithStartKind(acp.ToolKindSearch))
+		var a struct {
+			Query string `json:"query"`
+		}
+		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.Query != "" {
+			title = a.Query
+			opts = append(opts, acp.WithStartRawInput(a.Query))
+		}
+	}
 	u := acp.StartToolCall(id, title, opts...)
 	if c.Name == "bash" && t.terminal && u.ToolCall != nil {
 		u.ToolCall.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": c.CallID, "cwd": t.cwd}}

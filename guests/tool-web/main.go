@@ -2,7 +2,9 @@
 
 // Command tool-web is dsh-wasm's built-in web plugin, loaded as
 // builtin:tool-web. It registers web_fetch {url, prompt?} and the guidance
-// section tool:web_fetch (111).
+// section tool:web_fetch (111), and, when the config chooses a search
+// provider whose key the operator grants, web_search {query} and
+// tool:web_search (110) (search.go).
 //
 // It fetches through the host's http_request only, so the operator's
 // grants.net decides which hosts are reachable, on every redirect hop, and
@@ -12,7 +14,7 @@
 // A long result is cut, with a marker that says so.
 //
 // Config (optional): max_output_bytes (100000): the most text a result
-// carries.
+// carries; search: the web_search provider (searchConfig).
 package main
 
 import (
@@ -39,7 +41,8 @@ func main() {}
 func init() { guest.Main(setup) }
 
 type config struct {
-	MaxOutputBytes int `json:"max_output_bytes"`
+	MaxOutputBytes int           `json:"max_output_bytes"`
+	Search         *searchConfig `json:"search"`
 }
 
 var cfg = config{MaxOutputBytes: 100_000}
@@ -57,6 +60,11 @@ func setup(p *guest.Plugin) error {
 	}
 	if cfg.MaxOutputBytes < 1 {
 		return fmt.Errorf("tool-web config: max_output_bytes must be positive, not %d", cfg.MaxOutputBytes)
+	}
+	if cfg.Search != nil {
+		if err := setupSearch(p, cfg.Search); err != nil {
+			return err
+		}
 	}
 	if err := p.Section("tool:web_fetch", 111, section); err != nil {
 		return err
