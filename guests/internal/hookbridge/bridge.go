@@ -246,15 +246,20 @@ func openAgent(ctx guest.Context, _ []byte) error {
 	if err != nil {
 		return err
 	}
-	source := "startup"
-	var opened bool
-	if found, _ := guest.StateGet(openedKey, &opened); found && opened {
-		source = "resume"
-	} else if err := guest.StateSet(openedKey, true); err != nil {
-		guest.Log("warn", fmt.Sprintf("hooks-%s: marking the session opened: %v", dialect.Name, err))
-	}
 	var notes []string
-	notes = append(notes, runLifecycle(cfg, PointSessionStart, source, &Event{Source: source}, facts)...)
+	if len(cfg.Points[PointSessionStart]) > 0 {
+		// A session opened before (its mark is in the state the session
+		// recorded) resumes. Only a bridge with SessionStart hooks marks
+		// it, so that one without records nothing new.
+		source := "startup"
+		var opened bool
+		if found, _ := guest.StateGet(openedKey, &opened); found && opened {
+			source = "resume"
+		} else if err := guest.StateSet(openedKey, true); err != nil {
+			guest.Log("warn", fmt.Sprintf("hooks-%s: marking the session opened: %v", dialect.Name, err))
+		}
+		notes = append(notes, runLifecycle(cfg, PointSessionStart, source, &Event{Source: source}, facts)...)
+	}
 	if facts.Parent != "" {
 		notes = append(notes, runLifecycle(cfg, PointSubagentStart, SubagentType, &Event{AgentID: facts.AgentID}, facts)...)
 	}
