@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
@@ -352,5 +353,27 @@ func TestHookTimedOutRecordedWithoutExitCode(t *testing.T) {
 	}
 	if _, ok := raw["exitCode"]; ok || raw["stderrSummary"] != "started" || raw["decision"] != "pass" {
 		t.Errorf("hook/result %s, want no exitCode and the hook's own stderr", hr[0].Data)
+	}
+}
+
+// TestHookDefaultTimeoutIsTenMinutes: a hook that sets no timeout asks
+// the exec grant for ten minutes, the reference's default: under a
+// max_timeout just short of that it cannot start (a non-blocking error,
+// so the call runs), and under ten minutes it runs and denies.
+func TestHookDefaultTimeoutIsTenMinutes(t *testing.T) {
+	for _, c := range []struct {
+		max    time.Duration
+		denied bool
+	}{{599 * time.Second, false}, {600 * time.Second, true}} {
+		dir, file := writeHooks(t, "hooks.json", preTool("echo denied >&2; exit 2"))
+		r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{MaxTimeout: c.max}), scriptedBash("echo RAN"), "", agent.Options{})
+		r.prompt(t, "go")
+		rs := toolResults(t, r.sess)
+		if len(rs) != 1 || rs[0].IsError != c.denied {
+			t.Errorf("max_timeout %v: results %+v, want denied %v", c.max, rs, c.denied)
+		}
+		if !c.denied && !strings.Contains(r.logs.String(), "exceeds grants.exec.max_timeout") {
+			t.Errorf("max_timeout %v: the log does not say the hook's timeout was too long:\n%s", c.max, r.logs.String())
+		}
 	}
 }
