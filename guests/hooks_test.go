@@ -2,7 +2,6 @@ package guests
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -242,7 +241,12 @@ func hookView(t *testing.T, events []session.Event) []string {
 				t.Fatal(err)
 			}
 			p.DurationMs = 0
-			line = fmt.Sprintf("%+v", p)
+			exit := "none"
+			if p.ExitCode != nil {
+				exit = fmt.Sprint(*p.ExitCode)
+			}
+			p.ExitCode = nil
+			line = fmt.Sprintf("%+v exit=%s", p, exit)
 		case session.TypeToolResult:
 			p, err := session.As[session.ToolResult](e)
 			if err != nil {
@@ -344,8 +348,8 @@ func TestHookTimeoutKillsAndTurnGoesOn(t *testing.T) {
 				t.Fatalf("%d hook results", len(hr))
 			}
 			p, _ := session.As[session.HookResult](hr[0])
-			if p.Decision != "pass" || p.ExitCode != -1 || !strings.Contains(p.StderrSummary, "timed out") {
-				t.Errorf("hook result %+v, want a pass with exit -1 that says it timed out", p)
+			if p.Decision != "pass" || p.ExitCode != nil || p.StderrSummary != "" {
+				t.Errorf("hook result %+v, want a pass with no exit code and no stderr", p)
 			}
 		})
 	}
@@ -355,10 +359,11 @@ func TestHookTimeoutKillsAndTurnGoesOn(t *testing.T) {
 // is cut by the exec grant's output cap and the summary cap: what reaches
 // the session and the model stays small.
 func TestHookHugeOutputIsCapped(t *testing.T) {
-	dir, file := writeHooks(t, "hooks.json", `{"hooks":{
+	// Codex: its plain stdout is context (Claude Code's is not).
+	dir, file := writeHooks(t, "codex-hooks.json", `{"hooks":{
 	  "PostToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":"head -c 10000000 /dev/zero | tr '\\0' x >&2; exit 2"}]}],
 	  "UserPromptSubmit":[{"hooks":[{"type":"command","command":"head -c 10000000 /dev/zero | tr '\\0' y"}]}]}}`)
-	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file),
+	r := newHookRig(t, "hooks-codex", fmt.Sprintf(`{"config_path":%q}`, file),
 		hookGrants(dir, config.ExecGrant{OutputBytes: 64 << 10}), scriptedBash("echo hi"), "", agent.Options{})
 	res := r.prompt(t, "go")
 	if res.End.Kind != session.EndCompleted {
@@ -399,11 +404,10 @@ func TestHookNoConfig(t *testing.T) {
 	}
 }
 
-// TestHookClaudeAliasAndJSONDeny: Claude Code's own tool name matches our
-// bash, and a JSON permissionDecision deny refuses the call with its
-// reason; the hook reads Claude Code's JSON on stdin.
-func TestHookClaudeAliasAndJSONDeny(t *testing.T) {
-	dir, file := writeHooks(t, "hooks.json", `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+// TestHookClaudeJSONDeny: a JSON permissionDecision deny refuses the call
+// with its reason; the hook reads Claude Code's JSON on stdin.
+func TestHookClaudeJSONDeny(t *testing.T) {
+	dir, file := writeHooks(t, "hooks.json", `{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command",
 	  "command":"cat > stdin.json; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no shells\"}}'"}]}]}}`)
 	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{})
 	r.prompt(t, "go")
@@ -422,27 +426,6 @@ func TestHookClaudeAliasAndJSONDeny(t *testing.T) {
 	if in["hook_event_name"] != "PreToolUse" || in["tool_name"] != "bash" || in["cwd"] != r.ws ||
 		in["tool_input"].(map[string]any)["command"] != "echo RAN" || in["session_id"] != r.sess.Header().ID {
 		t.Errorf("stdin %s", b)
-	}
-}
-
-// TestHookAskAllowed: an ask goes to Options.Permission, and an allowed
-// call runs; the request carries the hook's reason.
-func TestHookAskAllowed(t *testing.T) {
-	dir, file := writeHooks(t, "hooks.json", `{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command",
-	  "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"confirm bash\"}}'"}]}]}}`)
-	var asked []agent.PermissionRequest
-	perm := func(_ context.Context, req agent.PermissionRequest) (bool, error) {
-		asked = append(asked, req)
-		return true, nil
-	}
-	r := newHookRig(t, "hooks-claude", fmt.Sprintf(`{"config_path":%q}`, file), hookGrants(dir, config.ExecGrant{}), scriptedBash("echo RAN"), "", agent.Options{Permission: perm})
-	r.prompt(t, "go")
-	rs := toolResults(t, r.sess)
-	if len(asked) != 1 || asked[0].Reason != "confirm bash" || asked[0].Name != "bash" {
-		t.Fatalf("asked %+v", asked)
-	}
-	if len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content.Text(), "RAN") {
-		t.Fatalf("an allowed call did not run: %+v", rs)
 	}
 }
 

@@ -42,8 +42,9 @@ plugins:
 // --replay`, started in the seeded workspace and driven by the official
 // ACP client library, and checks what the client saw against the
 // recording: the same tool calls with the same kind and final status, the
-// same message text per prompt, the same stop reason. The ask scenario's
-// client refuses the permission request it must receive.
+// same message text per prompt, the same stop reason. No scenario asks
+// the client for permission: the ask scenario's hook fails the call with
+// its reason, as the reference's bridge does.
 func TestACPHookConformance(t *testing.T) {
 	dir := filepath.Join(testcorpus.Dir(t), "hook-sessions")
 	node := needTool(t, "node", "the ACP conformance driver")
@@ -131,8 +132,10 @@ func TestACPHookConformance(t *testing.T) {
 					got = append(got, item)
 				}
 			}
-			if want := strings.Contains(name, "ask"); (asked == 1) != want {
-				t.Errorf("%d permission requests; the scenario asks: %v", asked, want)
+			if asked != 0 {
+				// The reference's Claude bridge fails an ask with its
+				// reason; the client is never asked (docs/HOOKS.md).
+				t.Errorf("%d permission requests, want none", asked)
 			}
 			want := summarize(goldenItems(t, filepath.Join(scenario, "stdout.golden.jsonl")))
 			have := summarize(got)

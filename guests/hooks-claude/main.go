@@ -10,8 +10,9 @@
 //
 // Config: config_path (the hook file: absolute, read at load; relative,
 // read in each session's working directory when it opens),
-// default_timeout_ms (60000), stderr_summary_max_chars (500),
-// max_text_chars (10000).
+// default_timeout_ms (600000), stderr_summary_max_chars (500),
+// max_text_chars (10000), ask_client (false: an ask fails the call with
+// its reason), project_dir and plugin_root (substituted in commands).
 package main
 
 import (
@@ -26,20 +27,26 @@ func init() {
 		Name:            "claude",
 		LiteralMatchers: true,
 		TimeoutKeys:     []string{"timeout"},
-		// Claude Code's own tool names, accepted in matchers for ours.
-		Aliases: map[string]string{"Bash": "bash", "Read": "read", "Edit": "edit", "Write": "write"},
+		ProjectEnv:      true,
+		Ask:             true,
+		Lifecycle:       []string{hookbridge.PointSessionStart, hookbridge.PointSubagentStart, hookbridge.PointSubagentStop},
 	}, claude{})
 }
 
 type claude struct{}
 
-func (claude) PlainContext(point string) bool { return point == hookbridge.PointUserPromptSubmit }
-func (claude) TrailingNewline() bool          { return true }
+// PlainContext: Claude Code's plain stdout is never context here, as in
+// the reference (only its Codex bridge reads prose as context).
+func (claude) PlainContext(string) bool { return false }
+func (claude) TrailingNewline() bool    { return true }
 
 // Build is Claude Code's hook input: session_id, transcript_path, cwd,
 // hook_event_name, and per event prompt, tool_name/tool_input/
-// tool_response or stop_hook_active. tool_input is the loop's canonical
-// arguments, byte for byte.
+// tool_response (the result's text), stop_hook_active, source
+// (SessionStart) or agent_id/agent_type (Subagent*), as the
+// reference builds it. tool_input is the loop's canonical arguments, byte
+// for byte. transcript_path is empty: the session file's host path is
+// not a plugin's to know.
 func (claude) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, _ *hookbridge.Settings) (map[string]any, error) {
 	m := map[string]any{"session_id": f.SessionID, "transcript_path": "", "cwd": f.Cwd, "hook_event_name": point}
 	switch point {
@@ -54,11 +61,18 @@ func (claude) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, _
 		m["tool_input"] = in
 		m["tool_use_id"] = ev.CallID
 		if point == hookbridge.PointPostToolUse && ev.Result != nil {
-			m["tool_response"] = map[string]any{"output": ev.Result.Text, "is_error": ev.Result.IsError}
+			m["tool_response"] = ev.Result.Text
 		}
 	case hookbridge.PointStop:
 		m["stop_hook_active"] = false
-		m["last_assistant_message"] = ev.Text
+	case hookbridge.PointSessionStart:
+		m["source"] = ev.Source
+	case hookbridge.PointSubagentStart, hookbridge.PointSubagentStop:
+		m["agent_id"] = ev.AgentID
+		m["agent_type"] = hookbridge.SubagentType
+		if point == hookbridge.PointSubagentStop {
+			m["stop_hook_active"] = false
+		}
 	}
 	return m, nil
 }

@@ -10,7 +10,7 @@
 //
 // Config: config_path (the hook file: absolute, read at load; relative,
 // read in each session's working directory when it opens), model (put in
-// every payload), default_timeout_ms (60000), stderr_summary_max_chars
+// every payload), default_timeout_ms (600000), stderr_summary_max_chars
 // (500), max_text_chars (10000).
 package main
 
@@ -27,20 +27,26 @@ func init() {
 	hookbridge.Run(hookbridge.Dialect{
 		Name:        "codex",
 		TimeoutKeys: []string{"timeout", "timeoutSec"},
+		Lifecycle:   []string{hookbridge.PointSessionStart},
+		// No environment, no substitution, and an ask is no decision:
+		// Codex hooks only block.
 	}, codex{})
 }
 
 type codex struct{}
 
-// PlainContext: Codex takes a UserPromptSubmit hook's plain stdout as
-// context.
-func (codex) PlainContext(point string) bool { return point == hookbridge.PointUserPromptSubmit }
-func (codex) TrailingNewline() bool          { return false }
+// PlainContext: Codex takes the plain stdout of a UserPromptSubmit or
+// SessionStart hook as context.
+func (codex) PlainContext(point string) bool {
+	return point == hookbridge.PointUserPromptSubmit || point == hookbridge.PointSessionStart
+}
+func (codex) TrailingNewline() bool { return false }
 
 // Build is Codex's hook input: session_id, transcript_path, cwd,
 // hook_event_name, model, permission_mode, turn_id, and per event prompt,
 // tool_name/tool_input{command}/tool_use_id/tool_response or
-// stop_hook_active/last_assistant_message. command is the canonical
+// stop_hook_active/last_assistant_message (null: the reference sends
+// none). command is the canonical
 // arguments' "command" member, byte for byte (hookbridge.CommandInput).
 func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s *hookbridge.Settings) (map[string]any, error) {
 	model := s.Model
@@ -48,7 +54,13 @@ func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s 
 		model = f.Model
 	}
 	m := map[string]any{"session_id": f.SessionID, "transcript_path": nil, "cwd": f.Cwd, "hook_event_name": point,
-		"model": model, "permission_mode": "default", "turn_id": strconv.Itoa(ev.Turn)}
+		"model": model, "permission_mode": "default"}
+	if point == hookbridge.PointSessionStart {
+		// Outside a turn: no turn_id.
+		m["source"] = ev.Source
+		return m, nil
+	}
+	m["turn_id"] = strconv.Itoa(ev.Turn)
 	switch point {
 	case hookbridge.PointUserPromptSubmit:
 		m["prompt"] = ev.Prompt
@@ -65,7 +77,7 @@ func (codex) Build(point string, ev *hookbridge.Event, f hostfns.CallContext, s 
 		}
 	case hookbridge.PointStop:
 		m["stop_hook_active"] = false
-		m["last_assistant_message"] = ev.Text
+		m["last_assistant_message"] = nil
 	}
 	return m, nil
 }

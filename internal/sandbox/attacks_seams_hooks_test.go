@@ -40,6 +40,7 @@ type hookRun struct {
 	bridge  string
 	cfg     string // the bridge's config JSON
 	envVars []string
+	cwd     string // the session's working directory; e.ws when empty
 }
 
 // denyMarker is a hook command that keeps its stdin in seen-<marker>.json
@@ -111,7 +112,11 @@ func (r hookRun) session(args ...string) ([]session.Event, error) {
 	for _, a := range args {
 		prov.Calls = append(prov.Calls, scripted.Call{Name: "bash", Arguments: a})
 	}
-	res, evs, err := turntest.Turn(e.ctx, e.t, h, agent.Options{Model: "m", Provider: prov, Registry: reg, Logger: logger}, e.ws, "go")
+	cwd := e.ws
+	if r.cwd != "" {
+		cwd = r.cwd
+	}
+	res, evs, err := turntest.Turn(e.ctx, e.t, h, agent.Options{Model: "m", Provider: prov, Registry: reg, Logger: logger}, cwd, "go")
 	if errors.Is(err, agent.ErrListener) {
 		return nil, err // the agent did not open: its hooks refused
 	}

@@ -308,7 +308,10 @@ type HookResult struct {
 	HandlerID string `json:"handlerId"`
 	// Decision is the handler's verdict: pass, block, ask, ...
 	Decision string `json:"decision"`
-	ExitCode int    `json:"exitCode"`
+	// ExitCode is the handler's exit status; nil when it has none (it
+	// timed out, was killed, or could not start), as the reference
+	// records it: omitted.
+	ExitCode *int `json:"exitCode,omitempty"`
 	// StderrSummary is the start of the handler's stderr, when it wrote
 	// any; for a block it is the reason.
 	StderrSummary string  `json:"stderrSummary,omitempty"`

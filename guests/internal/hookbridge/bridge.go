@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
@@ -21,25 +22,23 @@ import (
 // (runtime/events.EventAgentOpen): a failing listener refuses the open.
 const eventAgentOpen = "agent/open"
 
-// Settings is the bridge plugin's config (the operator's `config:`).
-type Settings struct {
-	// ConfigPath is the hook file. An absolute path is the operator's,
-	// read at load; a relative one names a file in each session's working
-	// directory, read when the session opens (agent/open).
-	ConfigPath string `json:"config_path"`
-	// Obsolete: read_from_workspace is gone (a relative ConfigPath is
-	// always read in the session's working directory); setting it is an
-	// error that says so.
-	Obsolete *bool `json:"read_from_workspace"`
-	// DefaultTimeoutMs is a hook's timeout when it sets none.
-	DefaultTimeoutMs int64 `json:"default_timeout_ms"`
-	// SummaryChars caps hook/result's stderrSummary.
-	SummaryChars int `json:"stderr_summary_max_chars"`
-	// MaxTextChars caps the context and reasons a hook gives the model.
-	MaxTextChars int `json:"max_text_chars"`
-	// Model is stamped on Codex payloads.
-	Model string `json:"model"`
-}
+// eventAgentEnd is the loop's event as an agent ends
+// (runtime/events.EventAgentEnd); failures are only logged.
+const eventAgentEnd = "agent/end"
+
+// SubagentType is the agent_type of SubagentStart and SubagentStop, and
+// what their matchers are tested against: Claude Code's default for its
+// Task tool, as in the reference (the loop names no kind of subagent).
+const SubagentType = "general-purpose"
+
+// startContextKey is the host state key holding the context the start
+// hooks (SessionStart, SubagentStart) gave, until the agent's first
+// prompt takes it to the model.
+const startContextKey = "start_context"
+
+// openedKey is the host state key marking a session that was opened
+// before: its next SessionStart is a "resume".
+const openedKey = "opened"
 
 // Payloads builds what a hook reads on stdin, per dialect.
 type Payloads interface {
@@ -67,6 +66,11 @@ type Event struct {
 		Text    string `json:"text"`
 		IsError bool   `json:"isError"`
 	} `json:"result"`
+	// Source is SessionStart's source: "startup" or "resume".
+	Source string `json:"-"`
+	// AgentID is the subagent's agent id, at SubagentStart and
+	// SubagentStop.
+	AgentID string `json:"-"`
 }
 
 var (
@@ -96,7 +100,7 @@ func Run(d Dialect, p Payloads) {
 }
 
 func setup(p *guest.Plugin) error {
-	settings = Settings{DefaultTimeoutMs: 60_000, SummaryChars: 500, MaxTextChars: 10_000}
+	settings = Settings{DefaultTimeoutMs: DefaultTimeoutMs, SummaryChars: 500, MaxTextChars: 10_000}
 	if len(bytes.TrimSpace(p.Config)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(p.Config))
 		dec.DisallowUnknownFields()
@@ -106,6 +110,12 @@ func setup(p *guest.Plugin) error {
 	}
 	if settings.Obsolete != nil {
 		return fmt.Errorf("hooks-%s config: read_from_workspace is gone: a relative config_path is read in each session's working directory when the session opens, an absolute one at load (docs/HOOKS.md)", dialect.Name)
+	}
+	if !dialect.ProjectEnv && (settings.ProjectDir != "" || settings.PluginRoot != "") {
+		return fmt.Errorf("hooks-%s config: project_dir and plugin_root are Claude Code's (hooks-claude); Codex substitutes nothing in commands", dialect.Name)
+	}
+	if !dialect.Ask && settings.AskClient {
+		return fmt.Errorf("hooks-%s config: ask_client is Claude Code's (hooks-claude); a Codex hook can only block", dialect.Name)
 	}
 	if settings.DefaultTimeoutMs < 1 || settings.SummaryChars < 1 || settings.MaxTextChars < 1 {
 		return fmt.Errorf("hooks-%s config: default_timeout_ms, stderr_summary_max_chars and max_text_chars must be positive", dialect.Name)
@@ -117,7 +127,7 @@ func setup(p *guest.Plugin) error {
 	if err := p.Need(hostfns.Capabilities{Exec: true, FS: []hostfns.FSNeed{{Path: "workspace", Mode: "ro"}}}); err != nil {
 		return err
 	}
-	points := Points
+	points, open, end := Points, true, len(dialect.Lifecycle) > 0
 	if path.IsAbs(settings.ConfigPath) {
 		// The operator's file: what it holds decides the points joined,
 		// and a file that exists but cannot be used fails the load.
@@ -127,13 +137,25 @@ func setup(p *guest.Plugin) error {
 		}
 		loaded = cfg
 		points = nil
+		// The context of a start hook reaches the model with the
+		// agent's first prompt (agent/prompt-submit).
+		open = len(cfg.Points[PointSessionStart])+len(cfg.Points[PointSubagentStart]) > 0
+		end = len(cfg.Points[PointSubagentStop]) > 0
 		for _, pt := range Points {
-			if len(loaded.Points[pt]) > 0 {
+			if len(loaded.Points[pt]) > 0 || (open && pt == PointUserPromptSubmit) {
 				points = append(points, pt)
 			}
 		}
-	} else if err := p.On(eventAgentOpen, openSession); err != nil {
-		return err
+	}
+	if open {
+		if err := p.On(eventAgentOpen, openAgent); err != nil {
+			return err
+		}
+	}
+	if end {
+		if err := p.On(eventAgentEnd, endAgent); err != nil {
+			return err
+		}
 	}
 	for _, pt := range points {
 		if err := p.Waterfall(eventOf(pt), handler(pt)); err != nil {
@@ -205,15 +227,82 @@ func readConfig(file string, loud bool) (*Config, error) {
 	return parseFile(file, data, present, loud)
 }
 
-// openSession reads the session's own hook file, <cwd>/<config_path>,
-// when the agent opens: before any turn, so a tool that writes the file
-// later changes nothing until the next open. What was read is kept on
-// the host for the session; a file that cannot be used fails the open.
-func openSession(ctx guest.Context, _ []byte) error {
+// openAgent is the bridge at agent/open: it reads a session's own hook
+// file (a relative config_path), then runs SessionStart, and for a
+// subagent SubagentStart, keeping the context they give for the agent's
+// first prompt. A start hook that fails is logged and changes nothing, as
+// in the reference; a hook file that cannot be used refuses the open.
+func openAgent(ctx guest.Context, _ []byte) error {
 	facts, err := ctx.Facts()
 	if err != nil {
 		return err
 	}
+	if !path.IsAbs(settings.ConfigPath) {
+		if err := openSession(facts); err != nil {
+			return err
+		}
+	}
+	cfg, err := configFor()
+	if err != nil {
+		return err
+	}
+	var notes []string
+	if len(cfg.Points[PointSessionStart]) > 0 {
+		// A session opened before (its mark is in the state the session
+		// recorded) resumes. Only a bridge with SessionStart hooks marks
+		// it, so that one without records nothing new.
+		source := "startup"
+		var opened bool
+		if found, _ := guest.StateGet(openedKey, &opened); found && opened {
+			source = "resume"
+		} else if err := guest.StateSet(openedKey, true); err != nil {
+			guest.Log("warn", fmt.Sprintf("hooks-%s: marking the session opened: %v", dialect.Name, err))
+		}
+		notes = append(notes, runLifecycle(cfg, PointSessionStart, source, &Event{Source: source}, facts)...)
+	}
+	if facts.Parent != "" {
+		notes = append(notes, runLifecycle(cfg, PointSubagentStart, SubagentType, &Event{AgentID: facts.AgentID}, facts)...)
+	}
+	if len(notes) > 0 {
+		if err := guest.StateSet(startContextKey, notes); err != nil {
+			guest.Log("warn", fmt.Sprintf("hooks-%s: keeping the start hooks' context: %v (dropped)", dialect.Name, err))
+		}
+	}
+	return nil
+}
+
+// endAgent is the bridge at agent/end: a subagent's end runs SubagentStop,
+// which only observes.
+func endAgent(ctx guest.Context, _ []byte) error {
+	facts, err := ctx.Facts()
+	if err != nil || facts.Parent == "" {
+		return err
+	}
+	cfg, err := configFor()
+	if err != nil {
+		return err
+	}
+	runLifecycle(cfg, PointSubagentStop, SubagentType, &Event{AgentID: facts.AgentID}, facts)
+	return nil
+}
+
+// runLifecycle runs the hooks of a lifecycle event whose matcher selects
+// query, without hook/* records (there is no turn), and returns the
+// context they give. What fails is logged, and the agent goes on.
+func runLifecycle(cfg *Config, point, query string, ev *Event, facts hostfns.CallContext) []string {
+	m, err := runHooks(cfg, point, query, ev, facts, false)
+	if err != nil {
+		guest.Log("warn", fmt.Sprintf("hooks-%s: %s: %v (not blocking)", dialect.Name, point, err))
+		return nil
+	}
+	return m.Context
+}
+
+// openSession reads the session's own hook file, <cwd>/<config_path>,
+// when the agent opens: before any turn, so a tool that writes the file
+// later changes nothing until the next open. What was read is kept on
+// the host for the session; a file that cannot be used fails the open.
+func openSession(facts hostfns.CallContext) error {
 	hf := hookFile{}
 	if facts.Cwd == "" {
 		guest.Log("info", fmt.Sprintf("hooks-%s: the session has no working directory for %s: no hooks", dialect.Name, settings.ConfigPath))
@@ -288,17 +377,36 @@ func handler(point string) func(ctx guest.Context, payload []byte) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		return apply(doc, point, m)
+		if point == PointUserPromptSubmit && m.Decision != "deny" {
+			// The start hooks' context goes first, with the first
+			// prompt that reaches the model.
+			var start []string
+			if found, err := guest.StateGet(startContextKey, &start); err == nil && found && len(start) > 0 {
+				m.Context = append(start, m.Context...)
+				if err := guest.StateSet(startContextKey, []string{}); err != nil {
+					return nil, fmt.Errorf("hooks-%s: %s: taking the start hooks' context: %w", dialect.Name, point, err)
+				}
+			}
+		}
+		return apply(doc, point, ev.Name, m)
 	}
 }
 
-// runPoint runs every hook of point whose matcher selects the event's
-// tool, recording hook/invoked and hook/result around each.
+// runPoint runs every hook of a turn's point whose matcher selects the
+// event's tool, recording hook/invoked and hook/result around each. The
+// matchers of UserPromptSubmit and Stop were dropped when the file was
+// read: every group of theirs runs, as in the reference.
 func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) (Merged, error) {
+	return runHooks(cfg, point, ev.Name, ev, facts, true)
+}
+
+// runHooks runs every hook of point whose matcher selects query; records
+// writes hook/invoked and hook/result around each.
+func runHooks(cfg *Config, point, query string, ev *Event, facts hostfns.CallContext, records bool) (Merged, error) {
 	var outs []Output
 	var stdin []byte
 	for _, g := range cfg.Points[point] {
-		if (point == PointPreToolUse || point == PointPostToolUse) && !g.Matches(ev.Name) {
+		if !g.Matches(query) {
 			continue
 		}
 		for _, h := range g.Hooks {
@@ -311,6 +419,10 @@ func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) (
 					return Merged{}, fmt.Errorf("hooks-%s: %s input: %w", dialect.Name, point, err)
 				}
 			}
+			if !records {
+				outs = append(outs, runHook(h, point, string(stdin), facts.Cwd))
+				continue
+			}
 			id := handlerID(point)
 			inv := map[string]any{"turn": ev.Turn, "point": point, "dialect": dialect.Name, "handlerId": id}
 			if g.Matcher != "" {
@@ -321,7 +433,10 @@ func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) (
 			o := runHook(h, point, string(stdin), facts.Cwd)
 			ms := float64(time.Since(start).Microseconds()) / 1000
 			res := map[string]any{"turn": ev.Turn, "point": point, "handlerId": id,
-				"decision": o.Recorded(), "exitCode": o.ExitCode, "durationMs": ms}
+				"decision": o.Recorded(), "durationMs": ms}
+			if o.Exited {
+				res["exitCode"] = o.ExitCode
+			}
 			if o.Stderr != "" {
 				res["stderrSummary"] = Summary(o.Stderr, settings.SummaryChars)
 			}
@@ -339,10 +454,12 @@ func runHook(h Hook, point, stdin, cwd string) Output {
 	if timeout == 0 {
 		timeout = settings.DefaultTimeoutMs
 	}
-	r, err := guest.Exec(hostfns.ExecRequest{Command: h.Command, Cwd: cwd, Stdin: stdin, TimeoutMs: timeout})
+	r, err := guest.Exec(hostfns.ExecRequest{Command: Command(h.Command, dialect, &settings, cwd), Cwd: cwd, Stdin: stdin, TimeoutMs: timeout})
 	if err != nil {
+		// No process, no exit code: the failure is the record's stderr,
+		// as in the reference.
 		guest.Log("warn", fmt.Sprintf("hooks-%s: %s hook could not run: %v (not blocking)", dialect.Name, point, err))
-		return Output{ExitCode: -1, Stderr: "hook could not run: " + err.Error()}
+		return Output{Stderr: err.Error()}
 	}
 	if r.TimedOut || r.Canceled || r.Signal != "" {
 		why := "killed by signal " + r.Signal
@@ -352,7 +469,9 @@ func runHook(h Hook, point, stdin, cwd string) Output {
 			why = "cancelled"
 		}
 		guest.Log("warn", fmt.Sprintf("hooks-%s: %s hook %s (not blocking)", dialect.Name, point, why))
-		return Output{ExitCode: -1, TimedOut: r.TimedOut, Stderr: "hook " + why}
+		// Recorded without an exit code and with what the hook itself
+		// wrote to stderr, nothing made up (the log says why).
+		return Output{TimedOut: r.TimedOut, Stdout: strings.TrimSpace(r.Stdout.Data), Stderr: strings.TrimSpace(r.Stderr.Data)}
 	}
 	o := ParseOutput(r.ExitCode, r.Stdout.Data, r.Stderr.Data, point, payloads.PlainContext(point))
 	if o.ExitCode != 0 && o.ExitCode != 2 {
@@ -380,7 +499,8 @@ func handlerID(point string) string {
 }
 
 // apply writes the merged decision into the loop's payload.
-func apply(doc map[string]json.RawMessage, point string, m Merged) ([]byte, error) {
+// tool is the call's tool name, at the tool points.
+func apply(doc map[string]json.RawMessage, point, tool string, m Merged) ([]byte, error) {
 	set := func(k string, v any) {
 		b, _ := json.Marshal(v)
 		doc[k] = b
@@ -412,11 +532,21 @@ func apply(doc map[string]json.RawMessage, point string, m Merged) ([]byte, erro
 		}
 		addNotes("context", m.Context)
 	case PointPreToolUse:
-		switch m.Decision {
-		case "deny":
+		switch {
+		case m.Decision == "deny":
 			set("deny", reason("blocked by PreToolUse hook"))
-		case "ask":
-			set("ask", reason("a PreToolUse hook asks for confirmation"))
+		case m.Decision == "ask" && dialect.Ask:
+			// No approval channel, as in the reference's deployments:
+			// the call fails with the hook's reason, or the tools
+			// layer's own words when it gave none. ask_client asks the
+			// user instead; the loop needs a reason to show, and the
+			// same words stand in for a missing one.
+			why := reason(fmt.Sprintf("tool %q requires approval (not yet supported)", tool))
+			if settings.AskClient {
+				set("ask", why)
+			} else {
+				set("deny", why)
+			}
 		}
 	case PointPostToolUse:
 		if m.Decision == "deny" {

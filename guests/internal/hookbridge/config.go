@@ -25,8 +25,25 @@ const (
 	PointStop             = "Stop"
 )
 
-// Points lists the hook points the bridge runs, in a fixed order.
+// Lifecycle events, run outside a turn (as the reference runs them,
+// detached, without hook/* records): SessionStart as an agent opens on
+// its session, SubagentStart as a subagent's agent opens (after its
+// SessionStart), SubagentStop as it ends. Codex has SessionStart only.
+const (
+	PointSessionStart  = "SessionStart"
+	PointSubagentStart = "SubagentStart"
+	PointSubagentStop  = "SubagentStop"
+)
+
+// Points lists the hook points the bridge runs in a turn, each on one of
+// the loop's waterfalls, in a fixed order.
 var Points = []string{PointUserPromptSubmit, PointPreToolUse, PointPostToolUse, PointStop}
+
+// Events lists every event the bridge runs: the points, then the
+// lifecycle events of Dialect.Lifecycle.
+func (d Dialect) Events() []string {
+	return append(append([]string{}, Points...), d.Lifecycle...)
+}
 
 // ErrConfig marks a hook file that cannot be used; the message names the
 // file and the line.
@@ -70,19 +87,65 @@ func (c *Config) Empty() bool {
 	return true
 }
 
+// Settings is the bridge plugin's config (the operator's `config:`).
+type Settings struct {
+	// ConfigPath is the hook file. An absolute path is the operator's,
+	// read at load; a relative one names a file in each session's working
+	// directory, read when the session opens (agent/open).
+	ConfigPath string `json:"config_path"`
+	// Obsolete: read_from_workspace is gone (a relative ConfigPath is
+	// always read in the session's working directory); setting it is an
+	// error that says so.
+	Obsolete *bool `json:"read_from_workspace"`
+	// DefaultTimeoutMs is a hook's timeout when it sets none.
+	DefaultTimeoutMs int64 `json:"default_timeout_ms"`
+	// SummaryChars caps hook/result's stderrSummary.
+	SummaryChars int `json:"stderr_summary_max_chars"`
+	// MaxTextChars caps the context and reasons a hook gives the model.
+	MaxTextChars int `json:"max_text_chars"`
+	// Model is stamped on Codex payloads.
+	Model string `json:"model"`
+	// AskClient (Claude Code): a PreToolUse "ask" asks the user (ACP
+	// session/request_permission) instead of failing the call with the
+	// hook's reason, which is what the reference does.
+	AskClient bool `json:"ask_client"`
+	// ProjectDir (Claude Code) replaces ${CLAUDE_PROJECT_DIR} in commands
+	// and is the hook's CLAUDE_PROJECT_DIR; without it the variable is
+	// the session's working directory and commands are left as written.
+	ProjectDir string `json:"project_dir"`
+	// PluginRoot (Claude Code) replaces ${CLAUDE_PLUGIN_ROOT} in commands.
+	PluginRoot string `json:"plugin_root"`
+}
+
+// DefaultTimeoutMs is a hook's timeout when neither it nor the config
+// sets one: ten minutes, Claude Code's and Codex's default, and the
+// reference's.
+const DefaultTimeoutMs = 600_000
+
 // Dialect is what differs between Claude Code's and Codex's hooks.
 type Dialect struct {
 	// Name is the dialect in hook/invoked records and handler ids:
 	// "claude" or "codex".
 	Name string
-	// Aliases maps other spellings of tool names in matchers (Claude
-	// Code's Bash, Read, ...) to ours.
-	Aliases map[string]string
 	// LiteralMatchers: a matcher of only [A-Za-z0-9_|] is a list of exact
 	// names (Claude Code); otherwise every matcher is a regular expression.
+	// Names are matched as they are: there are no aliases (Bash is not
+	// bash), as in the reference.
 	LiteralMatchers bool
 	// TimeoutKeys are the keys a hook's timeout (seconds) may have.
 	TimeoutKeys []string
+	// ProjectEnv: the hook's environment carries CLAUDE_PROJECT_DIR, and
+	// the config keys project_dir and plugin_root substitute
+	// ${CLAUDE_PROJECT_DIR} and ${CLAUDE_PLUGIN_ROOT} in commands (Claude
+	// Code). Codex does neither.
+	ProjectEnv bool
+	// Lifecycle lists the lifecycle events the dialect runs (Claude Code:
+	// SessionStart, SubagentStart, SubagentStop; Codex: SessionStart).
+	Lifecycle []string
+	// Ask: a PreToolUse "ask" means something (Claude Code: the call
+	// fails with the hook's reason, or, with ask_client, the user is
+	// asked). Codex honours blocks only, and an ask there is no decision.
+	Ask bool
 }
 
 var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
@@ -129,7 +192,7 @@ func Parse(data []byte, file string, d Dialect) (*Config, error) {
 	for _, name := range names {
 		raw := points[name]
 		known := false
-		for _, p := range Points {
+		for _, p := range d.Events() {
 			known = known || p == name
 		}
 		if !known {
@@ -224,9 +287,9 @@ func parseGroup(data []byte, at int64, graw json.RawMessage, name string, gi int
 }
 
 // compileMatcher builds a tool-name matcher. Empty and "*" match every
-// tool. A Claude Code literal ("bash", "Bash|Edit") lists exact names,
-// aliases included; anything else is a regular expression searched in
-// the name (Go's RE2 syntax), with the aliases' names tried as well.
+// tool. A Claude Code literal ("bash", "bash|edit") lists exact names;
+// anything else is a regular expression searched in the name (Go's RE2
+// syntax), as JavaScript's RegExp.test does in the reference.
 func compileMatcher(m string, d Dialect) (func(string) bool, error) {
 	if m == "" || m == "*" {
 		return nil, nil
@@ -234,13 +297,7 @@ func compileMatcher(m string, d Dialect) (func(string) bool, error) {
 	if d.LiteralMatchers && literalMatcher.MatchString(m) {
 		set := map[string]bool{}
 		for _, n := range strings.Split(m, "|") {
-			if n == "" {
-				continue
-			}
 			set[n] = true
-			if ours, ok := d.Aliases[n]; ok {
-				set[ours] = true
-			}
 		}
 		return func(tool string) bool { return set[tool] }, nil
 	}
@@ -248,17 +305,7 @@ func compileMatcher(m string, d Dialect) (func(string) bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid regular expression %q: %v", m, err)
 	}
-	return func(tool string) bool {
-		if re.MatchString(tool) {
-			return true
-		}
-		for alias, ours := range d.Aliases {
-			if ours == tool && re.MatchString(alias) {
-				return true
-			}
-		}
-		return false
-	}, nil
+	return re.MatchString, nil
 }
 
 // jsonError turns a decoding error into one with the file's line.

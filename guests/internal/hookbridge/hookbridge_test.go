@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-var claude = Dialect{Name: "claude", LiteralMatchers: true, TimeoutKeys: []string{"timeout"},
-	Aliases: map[string]string{"Bash": "bash", "Read": "read", "Edit": "edit", "Write": "write"}}
+var claude = Dialect{Name: "claude", LiteralMatchers: true, TimeoutKeys: []string{"timeout"}, ProjectEnv: true, Ask: true,
+	Lifecycle: []string{PointSessionStart, PointSubagentStart, PointSubagentStop}}
 
-var codex = Dialect{Name: "codex", TimeoutKeys: []string{"timeout", "timeoutSec"}}
+var codex = Dialect{Name: "codex", TimeoutKeys: []string{"timeout", "timeoutSec"}, Lifecycle: []string{PointSessionStart}}
 
 func TestParseMatchers(t *testing.T) {
 	cfg, err := Parse([]byte(`{"hooks":{"PreToolUse":[
@@ -28,7 +28,7 @@ func TestParseMatchers(t *testing.T) {
 		g    int
 		tool string
 		want bool
-	}{{0, "bash", true}, {0, "Bash", true}, {0, "edit", true}, {0, "read", false}, {0, "bash_output", false},
+	}{{0, "Bash", true}, {0, "bash", false}, {0, "edit", true}, {0, "Edit", false}, {0, "read", false}, {0, "bash_output", false},
 		{1, "write", true}, {1, "bash", false}, {2, "anything", true}} {
 		if got := gs[c.g].Matches(c.tool); got != c.want {
 			t.Errorf("group %d (%q) matches %q = %v, want %v", c.g, gs[c.g].Matcher, c.tool, got, c.want)
@@ -37,13 +37,81 @@ func TestParseMatchers(t *testing.T) {
 	if len(cfg.Skipped) != 2 {
 		t.Errorf("skipped %v, want the prompt hook and Notification", cfg.Skipped)
 	}
-	// Codex matchers are regular expressions; Bash is no alias there.
+	// Codex matchers are regular expressions, and Bash is not bash.
 	cfg, err = Parse([]byte(`{"PreToolUse":[{"matcher":"Bash","hooks":[{"command":"a","timeoutSec":1}]}]}`), "c.json", codex)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g := cfg.Points[PointPreToolUse][0]; g.Matches("bash") || g.Hooks[0].TimeoutMs != 1000 {
 		t.Errorf("codex group %+v matches bash", g)
+	}
+}
+
+// TestParseMatchersExact: a matcher names tools exactly, as the
+// reference matches them: Claude Code's own names (Bash, Read) select
+// nothing of ours, literally or as a regular expression.
+func TestParseMatchersExact(t *testing.T) {
+	cfg, err := Parse([]byte(`{"PreToolUse":[{"matcher":"Bash","hooks":[{"command":"a"}]},{"matcher":"^(Read|Write)$","hooks":[{"command":"b"}]}]}`), "f.json", claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range cfg.Points[PointPreToolUse] {
+		for _, tool := range []string{"bash", "read", "write"} {
+			if g.Matches(tool) {
+				t.Errorf("matcher %q selects our %q", g.Matcher, tool)
+			}
+		}
+	}
+}
+
+// TestParseLifecycle: SessionStart (both), SubagentStart and SubagentStop
+// (Claude Code) are read, with their matchers; the matchers of
+// UserPromptSubmit and Stop are dropped, so a bash matcher there runs its
+// hooks anyway, as in the reference.
+func TestParseLifecycle(t *testing.T) {
+	body := []byte(`{"SessionStart":[{"matcher":"resume","hooks":[{"command":"s"}]}],
+	  "SubagentStart":[{"matcher":"general-purpose","hooks":[{"command":"a"}]}],
+	  "SubagentStop":[{"hooks":[{"command":"b"}]}],
+	  "Stop":[{"matcher":"bash","hooks":[{"command":"c"}]}],
+	  "UserPromptSubmit":[{"matcher":"bash","hooks":[{"command":"d"}]}]}`)
+	cfg, err := Parse(body, "f.json", claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.Points[PointSessionStart]; len(g) != 1 || g[0].Matches("startup") || !g[0].Matches("resume") {
+		t.Errorf("SessionStart %+v", g)
+	}
+	if len(cfg.Points[PointSubagentStart]) != 1 || len(cfg.Points[PointSubagentStop]) != 1 || len(cfg.Skipped) != 0 {
+		t.Errorf("subagent events %+v, skipped %v", cfg.Points, cfg.Skipped)
+	}
+	for _, pt := range []string{PointStop, PointUserPromptSubmit} {
+		if g := cfg.Points[pt]; len(g) != 1 || g[0].Matcher != "" || !g[0].Matches("") {
+			t.Errorf("%s: %+v, want the matcher dropped", pt, g)
+		}
+	}
+	cfg, err = Parse(body, "f.json", codex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Points[PointSessionStart]) != 1 || len(cfg.Points[PointSubagentStart]) != 0 || len(cfg.Skipped) != 2 {
+		t.Errorf("codex: %+v, skipped %v: want SessionStart only", cfg.Points, cfg.Skipped)
+	}
+}
+
+// TestCommand: a Claude Code hook runs with CLAUDE_PROJECT_DIR exported
+// (project_dir, else the session's cwd, quoted) and project_dir and
+// plugin_root substituted; a Codex hook runs as written.
+func TestCommand(t *testing.T) {
+	cmd := `${CLAUDE_PLUGIN_ROOT}/x "${CLAUDE_PROJECT_DIR}"`
+	if got, want := Command(cmd, claude, &Settings{}, "/w/it's"), "export CLAUDE_PROJECT_DIR='/w/it'\\''s'\n"+cmd; got != want {
+		t.Errorf("no settings: %q, want %q", got, want)
+	}
+	got := Command(cmd, claude, &Settings{ProjectDir: "/p", PluginRoot: "/r"}, "/w")
+	if want := "export CLAUDE_PROJECT_DIR='/p'\n/r/x \"/p\""; got != want {
+		t.Errorf("with settings: %q, want %q", got, want)
+	}
+	if got := Command(cmd, codex, &Settings{ProjectDir: "/p"}, "/w"); got != cmd {
+		t.Errorf("codex: %q", got)
 	}
 }
 
@@ -99,8 +167,13 @@ func TestParseOutput(t *testing.T) {
 		t.Errorf("output for another event counted: %+v", o)
 	}
 	o = ParseOutput(0, "plain words", "", PointUserPromptSubmit, true)
-	if o.Context != "plain words" || o.Recorded() != "pass" {
+	if o.Context != "plain words" || o.Recorded() != "pass" || !o.Exited {
 		t.Errorf("plain context: %+v", o)
+	}
+	// Output that looks like JSON is never prose, even when it is not
+	// JSON (the reference's Codex rule).
+	if o = ParseOutput(0, `{"not json`, "", PointUserPromptSubmit, true); o.Context != "" {
+		t.Errorf("malformed JSON became context: %+v", o)
 	}
 	if o = ParseOutput(0, "plain words", "", PointPostToolUse, false); o.Context != "" {
 		t.Errorf("plain stdout became context where it is not: %+v", o)
@@ -115,7 +188,7 @@ func TestParseOutput(t *testing.T) {
 
 func TestMerge(t *testing.T) {
 	m := Merge([]Output{{Decision: "allow"}, {Decision: "ask", Reason: "a"}, {Decision: "block", Reason: "b"}, {Decision: "deny", Reason: "c"}, {Context: "x"}})
-	if m.Decision != "deny" || m.Reason != "b\nc" || len(m.Context) != 1 {
+	if m.Decision != "deny" || m.Reason != "b\n\nc" || len(m.Context) != 1 {
 		t.Errorf("merged %+v", m)
 	}
 	if m := Merge(nil); m.Decision != "" {

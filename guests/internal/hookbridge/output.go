@@ -8,7 +8,11 @@ import (
 
 // Output is what one hook run said.
 type Output struct {
+	// ExitCode is the process's exit status when Exited; a hook that
+	// timed out, was killed or cancelled, or could not start has none,
+	// and hook/result then records no exitCode (as the reference).
 	ExitCode int
+	Exited   bool
 	TimedOut bool
 	Stdout   string
 	Stderr   string
@@ -38,11 +42,12 @@ func (o *Output) Recorded() string {
 // reason; exit 0 may print JSON with decision/reason/continue and
 // hookSpecificOutput (permissionDecision, permissionDecisionReason,
 // additionalContext), which counts only when its hookEventName is point.
-// plainContext makes a plain (non-JSON) stdout of exit 0 the context,
-// where the dialect's agent does that. Any other exit is a non-blocking
-// error: no decision.
+// plainContext makes the stdout of exit 0 the context, where the
+// dialect's agent does that (Codex), when it does not start with "{" and
+// the hook gave no structured context: JSON, even malformed, never leaks
+// as prose. Any other exit is a non-blocking error: no decision.
 func ParseOutput(exit int, stdout, stderr, point string, plainContext bool) Output {
-	o := Output{ExitCode: exit, Stdout: strings.TrimSpace(stdout), Stderr: strings.TrimSpace(stderr)}
+	o := Output{ExitCode: exit, Exited: true, Stdout: strings.TrimSpace(stdout), Stderr: strings.TrimSpace(stderr)}
 	switch exit {
 	case 2:
 		o.Decision = "block"
@@ -52,8 +57,8 @@ func ParseOutput(exit int, stdout, stderr, point string, plainContext bool) Outp
 			var v map[string]json.RawMessage
 			if json.Unmarshal([]byte(o.Stdout), &v) == nil {
 				o.structured(v, point)
-				return o
 			}
+			return o
 		}
 		if plainContext && o.Stdout != "" {
 			o.Context = o.Stdout
@@ -102,7 +107,9 @@ func (o *Output) structured(v map[string]json.RawMessage, point string) {
 type Merged struct {
 	// Decision: "deny" (a block or deny), "ask", "allow" or "" (none).
 	Decision string
-	// Reason joins the reasons of the hooks that made the decision.
+	// Reason joins the reasons of the hooks that made the decision, with
+	// a blank line between two (the reference's "\n\n"); empty when none
+	// of them gave one.
 	Reason  string
 	Context []string
 }
@@ -118,6 +125,10 @@ func rank(d string) int {
 	}
 	return 0
 }
+
+// ReasonSeparator joins the reasons of several hooks that made one
+// decision: a blank line, as in the reference.
+const ReasonSeparator = "\n\n"
 
 // Merge folds the outputs of a point's hooks: the most restrictive
 // decision wins, with the reasons given for it.
@@ -138,7 +149,7 @@ func Merge(outs []Output) Merged {
 		}
 	}
 	m.Decision = [...]string{"", "allow", "ask", "deny"}[top]
-	m.Reason = strings.Join(reasons[top], "\n")
+	m.Reason = strings.Join(reasons[top], ReasonSeparator)
 	return m
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 )
@@ -59,4 +60,42 @@ func Stdin(m map[string]any, newline bool) ([]byte, error) {
 		b = b[:len(b)-1]
 	}
 	return b, nil
+}
+
+// ProjectDirVar is the variable Claude Code sets for a hook: the project's
+// directory.
+const ProjectDirVar = "CLAUDE_PROJECT_DIR"
+
+// Command is the shell text the bridge runs for a hook's command. For
+// Claude Code (d.ProjectEnv) it is the command with ${CLAUDE_PLUGIN_ROOT}
+// and ${CLAUDE_PROJECT_DIR} replaced by the config's plugin_root and
+// project_dir, each when set (a token whose value is unset stays as
+// written), behind a line that exports CLAUDE_PROJECT_DIR, project_dir or
+// else the session's working directory cwd, quoted for the shell: the
+// exec grant takes no environment from a plugin, and the command runs
+// in bash -c, so the variable is set where the command reads it. Codex's
+// command runs as written.
+func Command(command string, d Dialect, s *Settings, cwd string) string {
+	if !d.ProjectEnv {
+		return command
+	}
+	if s.PluginRoot != "" {
+		command = strings.ReplaceAll(command, "${CLAUDE_PLUGIN_ROOT}", s.PluginRoot)
+	}
+	if s.ProjectDir != "" {
+		command = strings.ReplaceAll(command, "${"+ProjectDirVar+"}", s.ProjectDir)
+	}
+	dir := s.ProjectDir
+	if dir == "" {
+		dir = cwd
+	}
+	if dir == "" {
+		return command
+	}
+	return "export " + ProjectDirVar + "=" + shellQuote(dir) + "\n" + command
+}
+
+// shellQuote quotes s as one word for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
