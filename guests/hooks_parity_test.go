@@ -198,13 +198,16 @@ func TestHookDenyReasonsJoinedWithBlankLine(t *testing.T) {
 
 // TestHookMatchersExact: Claude Code's capitalised names select none of
 // our tools (the reference matches exactly), and a matcher on
-// UserPromptSubmit or Stop is dropped, so its hooks run, as in the
-// reference.
+// UserPromptSubmit or Stop is tested against the empty string, as the
+// reference does: one naming a tool never fires there, and "*" or no
+// matcher does.
 func TestHookMatchersExact(t *testing.T) {
 	body := `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"echo no >&2; exit 2"}]},
 	  {"matcher":"^Bash$","hooks":[{"type":"command","command":"echo no >&2; exit 2"}]}],
-	  "UserPromptSubmit":[{"matcher":"bash","hooks":[{"type":"command","command":"touch prompt-ran"}]}],
-	  "Stop":[{"matcher":"bash","hooks":[{"type":"command","command":"touch stop-ran"}]}]}}`
+	  "UserPromptSubmit":[{"matcher":"bash","hooks":[{"type":"command","command":"touch prompt-named"}]},
+	    {"matcher":"*","hooks":[{"type":"command","command":"touch prompt-ran"}]}],
+	  "Stop":[{"matcher":"bash","hooks":[{"type":"command","command":"touch stop-named"}]},
+	    {"hooks":[{"type":"command","command":"touch stop-ran"}]}]}}`
 	r := parityRig(t, "hooks-claude", body, "", agent.Options{}, "echo RAN")
 	r.prompt(t, "go")
 	rs := toolResults(t, r.sess)
@@ -213,7 +216,12 @@ func TestHookMatchersExact(t *testing.T) {
 	}
 	for _, f := range []string{"prompt-ran", "stop-ran"} {
 		if _, err := os.Stat(filepath.Join(r.ws, f)); err != nil {
-			t.Errorf("the hook with a dropped matcher did not run: %v", err)
+			t.Errorf("the hook that matches everything did not run: %v", err)
+		}
+	}
+	for _, f := range []string{"prompt-named", "stop-named"} {
+		if _, err := os.Stat(filepath.Join(r.ws, f)); err == nil {
+			t.Errorf("%s: a matcher naming a tool fired at a point that has none", f)
 		}
 	}
 }

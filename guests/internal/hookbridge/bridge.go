@@ -393,11 +393,16 @@ func handler(point string) func(ctx guest.Context, payload []byte) ([]byte, erro
 }
 
 // runPoint runs every hook of a turn's point whose matcher selects the
-// event's tool, recording hook/invoked and hook/result around each. The
-// matchers of UserPromptSubmit and Stop were dropped when the file was
-// read: every group of theirs runs, as in the reference.
+// event's tool, recording hook/invoked and hook/result around each.
+// UserPromptSubmit and Stop have no tool: their matchers are tested
+// against the empty string, as the reference (6bca9cbeb3) does, so a
+// group with no matcher, "" or "*" runs and one naming a tool never does.
 func runPoint(cfg *Config, point string, ev *Event, facts hostfns.CallContext) (Merged, error) {
-	return runHooks(cfg, point, ev.Name, ev, facts, true)
+	query := ev.Name
+	if point == PointUserPromptSubmit || point == PointStop {
+		query = ""
+	}
+	return runHooks(cfg, point, query, ev, facts, true)
 }
 
 // runHooks runs every hook of point whose matcher selects query; records

@@ -231,7 +231,7 @@ func parseGroup(data []byte, at int64, graw json.RawMessage, name string, gi int
 	if err := json.Unmarshal(graw, &g); err != nil {
 		return out, at, fmt.Errorf("want a {matcher, hooks: [...]} group: %v", shortErr(err))
 	}
-	if g.Matcher != nil && name != PointUserPromptSubmit && name != PointStop {
+	if g.Matcher != nil {
 		m, err := compileMatcher(*g.Matcher, d)
 		if err != nil {
 			return out, findString(data, at, *g.Matcher), fmt.Errorf("matcher: %v", err)

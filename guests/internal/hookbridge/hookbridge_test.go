@@ -65,9 +65,9 @@ func TestParseMatchersExact(t *testing.T) {
 }
 
 // TestParseLifecycle: SessionStart (both), SubagentStart and SubagentStop
-// (Claude Code) are read, with their matchers; the matchers of
-// UserPromptSubmit and Stop are dropped, so a bash matcher there runs its
-// hooks anyway, as in the reference.
+// (Claude Code) are read, with their matchers; so are the matchers of
+// UserPromptSubmit and Stop, which the bridge tests against "" (a bash
+// matcher there never selects the empty query), as the reference does.
 func TestParseLifecycle(t *testing.T) {
 	body := []byte(`{"SessionStart":[{"matcher":"resume","hooks":[{"command":"s"}]}],
 	  "SubagentStart":[{"matcher":"general-purpose","hooks":[{"command":"a"}]}],
@@ -85,8 +85,8 @@ func TestParseLifecycle(t *testing.T) {
 		t.Errorf("subagent events %+v, skipped %v", cfg.Points, cfg.Skipped)
 	}
 	for _, pt := range []string{PointStop, PointUserPromptSubmit} {
-		if g := cfg.Points[pt]; len(g) != 1 || g[0].Matcher != "" || !g[0].Matches("") {
-			t.Errorf("%s: %+v, want the matcher dropped", pt, g)
+		if g := cfg.Points[pt]; len(g) != 1 || g[0].Matcher != "bash" || g[0].Matches("") {
+			t.Errorf("%s: %+v, want the bash matcher kept, selecting no empty query", pt, g)
 		}
 	}
 	cfg, err = Parse(body, "f.json", codex)
