@@ -119,6 +119,21 @@ func withDefaults(result map[string]any) map[string]any {
 	return m
 }
 
+// withoutNullOldText drops a diff's "oldText": null, which the reference
+// writes for a new file and the ACP library this agent is built on leaves
+// out; the protocol reads both as no old text.
+func withoutNullOldText(update map[string]any) map[string]any {
+	content, _ := update["content"].([]any)
+	for _, c := range content {
+		if d, ok := c.(map[string]any); ok && d["type"] == "diff" {
+			if v, ok := d["oldText"]; ok && v == nil {
+				delete(d, "oldText")
+			}
+		}
+	}
+	return update
+}
+
 // goldenFrames reads a scenario's stdout.golden.jsonl as strict frames.
 func goldenFrames(t *testing.T, path string) []strictFrame {
 	t.Helper()
@@ -144,7 +159,7 @@ func goldenFrames(t *testing.T, path string) []strictFrame {
 		switch {
 		case m.Method == "session/update":
 			u, _ := m.Params["update"].(map[string]any)
-			frames = appendFrame(frames, strictFrame{kind: "update", body: u})
+			frames = appendFrame(frames, strictFrame{kind: "update", body: withoutNullOldText(u)})
 		case m.Method == "session/request_permission":
 			frames = appendFrame(frames, strictFrame{kind: "permission", body: m.Params})
 		case m.ID != nil && m.Method == "" && m.Error != nil:
@@ -188,7 +203,7 @@ func (r acpRun) frames(cwd string) []strictFrame {
 	for _, it := range r.Transcript {
 		switch {
 		case it.Type == "update":
-			frames = appendFrame(frames, strictFrame{kind: "update", body: normalize(it.Update, cwd, ids)})
+			frames = appendFrame(frames, strictFrame{kind: "update", body: withoutNullOldText(normalize(it.Update, cwd, ids))})
 		case it.Type == "permission":
 			frames = appendFrame(frames, strictFrame{kind: "permission", body: normalize(it.Request, cwd, ids)})
 		case it.Error != nil:

@@ -279,9 +279,12 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	case session.EndMaxTokens:
 		return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil
 	case session.EndError:
+		// The user gets the turn's recorded message ("turn failed: " and
+		// the provider's message); the log keeps the whole chain.
+		a.log.Error("acp: turn failed", "session", req.SessionId, "err", res.Err)
 		msg := res.End.Message
 		if msg == "" && res.Err != nil {
-			msg = res.Err.Error()
+			msg = agentpkg.FailedMessage(res.Err)
 		}
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "Internal error: " + msg,
 			Data: map[string]any{"reason": res.End.Reason}}

@@ -108,7 +108,24 @@ func (t *turnRun) fail(n int, err error) *ending {
 	if t.ctx.Err() != nil {
 		return t.aborted()
 	}
-	return &ending{reason: session.EndReason{Kind: session.EndError, Step: n, Message: err.Error(), Code: errorCode(err)}, err: err}
+	return &ending{reason: session.EndReason{Kind: session.EndError, Step: n, Message: FailedMessage(err), Code: errorCode(err)}, err: err}
+}
+
+// FailedMessage is what a user is told of a turn that failed with err,
+// and what turn/end.reason.message records: "turn failed: " and the
+// provider's own message when the model's API refused or broke off the
+// call (the reference's wording), or err's whole text otherwise. The
+// wrapped chain stays in TurnResult.Err, for the log.
+func FailedMessage(err error) string {
+	var api *model.APIError
+	var fe *finishError
+	switch {
+	case errors.As(err, &api) && api.Message != "":
+		return "turn failed: " + api.Message
+	case errors.As(err, &fe) && fe.message != "":
+		return "turn failed: " + fe.message
+	}
+	return "turn failed: " + err.Error()
 }
 
 // aborted is the ending of a cancelled turn: disposed when the agent was
