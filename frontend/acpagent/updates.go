@@ -157,6 +157,13 @@ func (t *translator) fileArgs(c session.ToolCall) (fileArgs, bool) {
 	return a, true
 }
 
+// withLocations sets a card's locations alone (the ACP library's
+// WithStartLocations also makes up a rawInput from the first path, where
+// the reference sends none for the file tools).
+func withLocations(l ...acp.ToolCallLocation) acp.ToolCallStartOpt {
+	return func(tc *acp.SessionUpdateToolCall) { tc.Locations = l }
+}
+
 // fileTitle is a file tool's card title: "Read big.txt (5 - 8)" for a
 // window of lines, "Read big.txt (from line 5)" for an offset alone,
 // "Write notes.txt", "Edit config.txt".
@@ -221,7 +228,7 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 				}
 				loc.Line = &line
 			}
-			opts = append(opts, acp.WithStartLocations([]acp.ToolCallLocation{loc}))
+			opts = append(opts, withLocations(loc))
 			switch c.Name {
 			case "write":
 				opts = append(opts, acp.WithStartContent([]acp.ToolCallContent{newFileDiff(path, a.Content)}))
