@@ -11,7 +11,12 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
 
-func envelope(path, body string) string {
+// envelope is read's and write's result for path: named by its absolute
+// path, a relative one taken from the tool's working directory.
+func (e *toolEnv) envelope(path, body string) string {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(e.dir, path)
+	}
 	return "<path>" + path + "</path>\n<type>file</type>\n<content>\n" + body + "\n</content>"
 }
 
@@ -25,15 +30,15 @@ func TestToolFSReadWindowAndFooters(t *testing.T) {
 
 	all := e.ok(t, "read", `{"file_path":"ten.txt"}`)
 	want := "1: line 1\n2: line 2\n3: line 3\n4: line 4\n5: line 5\n6: line 6\n7: line 7\n8: line 8\n9: line 9\n10: line 10\n\n(End of file - total 10 lines)"
-	if all != envelope("ten.txt", want) {
+	if all != e.envelope("ten.txt", want) {
 		t.Fatalf("whole read:\n%s", all)
 	}
 	mid := e.ok(t, "read", `{"file_path":"ten.txt","offset":3,"limit":2}`)
-	if mid != envelope("ten.txt", "3: line 3\n4: line 4\n\n(Showing lines 3-4 of 10. Use offset=5 to continue.)") {
+	if mid != e.envelope("ten.txt", "3: line 3\n4: line 4\n\n(Showing lines 3-4 of 10. Use offset=5 to continue.)") {
 		t.Fatalf("window:\n%s", mid)
 	}
 	tail := e.ok(t, "read", `{"file_path":"ten.txt","offset":9,"limit":5}`)
-	if tail != envelope("ten.txt", "9: line 9\n10: line 10\n\n(End of file - total 10 lines)") {
+	if tail != e.envelope("ten.txt", "9: line 9\n10: line 10\n\n(End of file - total 10 lines)") {
 		t.Fatalf("tail:\n%s", tail)
 	}
 	e.fails(t, "read", `{"file_path":"ten.txt","offset":11}`, `offset 11 is out of range for "ten.txt" (10 lines)`)
@@ -43,7 +48,7 @@ func TestToolFSReadWindowAndFooters(t *testing.T) {
 
 	// The path as the model gave it, absolute inside the workspace.
 	abs := filepath.Join(e.dir, "ten.txt")
-	if got := e.ok(t, "read", `{"file_path":"`+abs+`","limit":1}`); got != envelope(abs, "1: line 1\n\n(Showing lines 1-1 of 10. Use offset=2 to continue.)") {
+	if got := e.ok(t, "read", `{"file_path":"`+abs+`","limit":1}`); got != e.envelope(abs, "1: line 1\n\n(Showing lines 1-1 of 10. Use offset=2 to continue.)") {
 		t.Fatalf("absolute path:\n%s", got)
 	}
 }
@@ -60,8 +65,8 @@ func TestToolFSReadShapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		e.write(t, c.name, c.content)
-		if got := e.ok(t, "read", `{"file_path":"`+c.name+`"}`); got != envelope(c.name, c.body) {
-			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, envelope(c.name, c.body))
+		if got := e.ok(t, "read", `{"file_path":"`+c.name+`"}`); got != e.envelope(c.name, c.body) {
+			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, e.envelope(c.name, c.body))
 		}
 	}
 	e.write(t, "bin.dat", "PK\x03\x04\x00\x00binary")
@@ -87,7 +92,7 @@ func TestToolFSReadByteCap(t *testing.T) {
 	e := loadTool(t, "tool-fs", workspaceRW(), `{"max_bytes":20}`, 0)
 	e.write(t, "f.txt", "aaaaaaa\nbbbbbbb\nccccccc\nddddddd\n")
 	got := e.ok(t, "read", `{"file_path":"f.txt"}`)
-	if got != envelope("f.txt", "1: aaaaaaa\n2: bbbbbbb\n\n(Output capped. Showing lines 1-2. Use offset=3 to continue.)") {
+	if got != e.envelope("f.txt", "1: aaaaaaa\n2: bbbbbbb\n\n(Output capped. Showing lines 1-2. Use offset=3 to continue.)") {
 		t.Fatalf("capped:\n%s", got)
 	}
 }
@@ -96,14 +101,14 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	e := loadTool(t, "tool-fs", workspaceRW(), "", 0)
 
 	// A new file is created, parents too.
-	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello world")); got != envelope("new/notes.txt", "Created file") {
+	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello world")); got != e.envelope("new/notes.txt", "Created file") {
 		t.Fatalf("create: %q", got)
 	}
 	if got := e.read(t, "new/notes.txt"); got != "hello world" {
 		t.Fatalf("created %q", got)
 	}
 	// Written in this session, so it may be overwritten and edited.
-	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello again\n")); got != envelope("new/notes.txt", "Updated file") {
+	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello again\n")); got != e.envelope("new/notes.txt", "Updated file") {
 		t.Fatalf("update: %q", got)
 	}
 

@@ -332,8 +332,10 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return fmt.Errorf("cannot read %q: %d bytes is larger than the %d bytes this tool reads; use a command such as grep or sed to look into it", t.shown, fi.Size(), cfg.MaxReadFileBytes)
 	}
 
+	// The result names the file by its absolute path, as the reference's
+	// does: the model gets one name for it whatever path it gave.
 	out.WriteString("<path>")
-	out.WriteString(t.shown)
+	out.WriteString(t.abs)
 	out.WriteString("</path>\n<type>file</type>\n<content>\n")
 	w := &window{offset: offset, limit: limit, buf: windowBuf[:0], line: chunk[:0:0]}
 	defer func() { windowBuf = w.buf[:0] }()
@@ -580,7 +582,7 @@ func writeTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 	if err := remember(t.abs, fi); err != nil {
 		return fmt.Errorf("write %q: recording the write: %w", t.shown, err)
 	}
-	fmt.Fprintf(out, "<path>%s</path>\n<type>file</type>\n<content>\n%s file\n</content>", t.shown, verb)
+	fmt.Fprintf(out, "<path>%s</path>\n<type>file</type>\n<content>\n%s file\n</content>", t.abs, verb)
 	return nil
 }
 
