@@ -1,6 +1,7 @@
 package guests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
 // envelope is read's and write's result for path: named by its absolute
@@ -113,10 +115,22 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	}
 
 	e.write(t, "settings.txt", "color=blue\nsize=blue\n")
-	e.fails(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "green"),
-		`edit requires reading "settings.txt" first`)
-	e.fails(t, "write", jsonArgs("file_path", "settings.txt", "content", "x"),
-		`cannot overwrite existing "settings.txt" without reading it first`)
+	// Refused as the reference refuses it, naming the absolute path, with
+	// the failure's identity for programs.
+	abs := filepath.Join(e.dir, "settings.txt")
+	for _, c := range []struct{ args, want string }{
+		{jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "green"), `Error: edit requires reading "` + abs + `" first`},
+		{jsonArgs("file_path", "settings.txt", "content", "x"), `Error: cannot overwrite existing "` + abs + `" without reading it first`},
+	} {
+		name := "edit"
+		if strings.Contains(c.args, "content") {
+			name = "write"
+		}
+		r := e.call(t, name, c.args)
+		if !r.IsError || r.Text != c.want || r.Failure == nil || *r.Failure != (tool.Failure{Name: "FsError", Code: "FS_NOT_OBSERVED"}) {
+			t.Fatalf("%s of an unread file = %q %+v, want the error %q FsError/FS_NOT_OBSERVED", name, r.Text, r.Failure, c.want)
+		}
+	}
 	if got := e.read(t, "settings.txt"); got != "color=blue\nsize=blue\n" {
 		t.Fatalf("refused edits changed the file: %q", got)
 	}
@@ -130,12 +144,12 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	e.fails(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "blue"), "the same")
 
 	got := e.ok(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "color=blue", "new_string", "color=green"))
-	if got != "The file settings.txt has been updated successfully.\n\n@@ -1,1 +1,1 @@\n-color=blue\n+color=green\n" {
+	if got != "The file "+abs+" has been updated successfully.\n\n@@ -1,1 +1,1 @@\n-color=blue\n+color=green\n" {
 		t.Fatalf("unique edit: %q", got)
 	}
 	// The tool's own change does not make the file stale.
 	got = e.ok(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "red", "replace_all", true))
-	if !strings.HasPrefix(got, "The file settings.txt has been updated. All occurrences were successfully replaced (1).") {
+	if !strings.HasPrefix(got, "The file "+abs+" has been updated. All occurrences were successfully replaced (1).") {
 		t.Fatalf("replace_all: %q", got)
 	}
 	if got := e.read(t, "settings.txt"); got != "color=green\nsize=red\n" {
@@ -146,8 +160,11 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	// write alike, until it is read again.
 	time.Sleep(10 * time.Millisecond)
 	e.write(t, "settings.txt", "color=green\nsize=huge\n")
-	e.fails(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "green", "new_string", "teal"),
-		`cannot edit "settings.txt": file changed since it was read`, "re-read")
+	stale := e.call(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "green", "new_string", "teal"))
+	if !stale.IsError || !strings.Contains(stale.Text, `cannot edit "settings.txt": file changed since it was read`) ||
+		stale.Failure == nil || stale.Failure.Code != "FS_STALE_VERSION" {
+		t.Fatalf("stale edit = %q %+v", stale.Text, stale.Failure)
+	}
 	e.fails(t, "write", jsonArgs("file_path", "settings.txt", "content", "x"), `cannot write "settings.txt": file changed since it was read`)
 	if got := e.read(t, "settings.txt"); got != "color=green\nsize=huge\n" {
 		t.Fatalf("stale edits changed the file: %q", got)
@@ -269,5 +286,68 @@ func TestToolFSTooLarge(t *testing.T) {
 		if err := loadToolErr(t, "tool-fs", workspaceRW(), bad); err == nil || !strings.Contains(err.Error(), "tool-fs config") {
 			t.Errorf("config %s: %v", bad, err)
 		}
+	}
+}
+
+// An edit's result carries its diffs in meta for the front ends, as the
+// reference's does: one hunk per group of changes, with up to three
+// unchanged lines around them, lines joined without the last newline;
+// the model's text is unchanged by it.
+func TestToolFSEditDiffMeta(t *testing.T) {
+	e := loadTool(t, "tool-fs", workspaceRW(), "", 0)
+	var b strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	e.write(t, "f.txt", b.String())
+	e.ok(t, "read", `{"file_path":"f.txt"}`)
+	type diff struct {
+		Path    string  `json:"path"`
+		OldText *string `json:"oldText"`
+		NewText string  `json:"newText"`
+	}
+	edit := func(args string) []diff {
+		t.Helper()
+		r := e.call(t, "edit", args)
+		if r.IsError || strings.Contains(r.Text, "diffs") {
+			t.Fatalf("edit %s: %q", args, r.Text)
+		}
+		var m struct{ Diffs []diff }
+		if err := json.Unmarshal(r.Meta, &m); err != nil {
+			t.Fatalf("edit %s: meta %q: %v", args, r.Meta, err)
+		}
+		return m.Diffs
+	}
+	str := func(s string) *string { return &s }
+	lines := func(from, to int, sub map[int]string) string {
+		var out []string
+		for i := from; i <= to; i++ {
+			if s, ok := sub[i]; ok {
+				out = append(out, s)
+				continue
+			}
+			out = append(out, fmt.Sprintf("line %d", i))
+		}
+		return strings.Join(out, "\n")
+	}
+	// One change: three lines of context each side.
+	got := edit(jsonArgs("file_path", "f.txt", "old_string", "line 10\n", "new_string", "line ten\n"))
+	want := []diff{{"f.txt", str(lines(7, 13, nil)), lines(7, 13, map[int]string{10: "line ten"})}}
+	if len(got) != 1 || got[0].Path != want[0].Path || got[0].OldText == nil || *got[0].OldText != *want[0].OldText || got[0].NewText != want[0].NewText {
+		t.Errorf("one change: %+v\nwant %+v", got, want)
+	}
+	// Two changes far apart are two hunks; near the top, the context is
+	// cut at the first line.
+	e.ok(t, "read", `{"file_path":"f.txt"}`)
+	got = edit(jsonArgs("file_path", "f.txt", "old_string", "line 2\n", "new_string", "line two\n"))
+	if len(got) != 1 || *got[0].OldText != lines(1, 5, nil) || got[0].NewText != lines(1, 5, map[int]string{2: "line two"}) {
+		t.Errorf("change at the top: %+v", got)
+	}
+	e.ok(t, "read", `{"file_path":"f.txt"}`)
+	got = edit(jsonArgs("file_path", "f.txt", "old_string", "line 1", "new_string", "LINE 1", "replace_all", true))
+	// "line 1" is in lines 1 and 11 to 19 ("line 1x"): hunks 1-4 and 8-20.
+	if len(got) != 2 || *got[0].OldText != lines(1, 4, map[int]string{2: "line two"}) ||
+		!strings.HasPrefix(*got[1].OldText, "line 8\nline 9\nline ten\nline 11") || !strings.HasSuffix(got[1].NewText, "LINE 19\nline 20") {
+		t.Errorf("replace_all: %d hunks %+v", len(got), got)
 	}
 }

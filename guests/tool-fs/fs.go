@@ -488,15 +488,20 @@ func guardWrite(verb string, t target, cur version) error {
 	return checkSeen(verb, t, prev, ok, cur)
 }
 
+// checkSeen refuses a change to a file this session has not read
+// (FS_NOT_OBSERVED, worded as the reference's, naming the absolute path)
+// or that changed since (FS_STALE_VERSION).
 func checkSeen(verb string, t target, prev version, ok bool, cur version) error {
 	if !ok {
+		err := fmt.Errorf("cannot overwrite existing %q without reading it first", t.abs)
 		if verb == "edit" {
-			return fmt.Errorf("edit requires reading %q first — read the file, then retry", t.shown)
+			err = fmt.Errorf("edit requires reading %q first", t.abs)
 		}
-		return fmt.Errorf("cannot overwrite existing %q without reading it first — read the file, then retry", t.shown)
+		return &guest.ToolError{Name: "FsError", Code: "FS_NOT_OBSERVED", Err: err}
 	}
 	if prev != cur {
-		return fmt.Errorf("cannot %s %q: file changed since it was read — re-read the file, then retry", verb, t.shown)
+		return &guest.ToolError{Name: "FsError", Code: "FS_STALE_VERSION",
+			Err: fmt.Errorf("cannot %s %q: file changed since it was read — re-read the file, then retry", verb, t.shown)}
 	}
 	return nil
 }
@@ -680,6 +685,8 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return fmt.Errorf("old_string matched %d times in %q; provide a more specific old_string or set replace_all to true", len(matches), t.shown)
 	}
 	edited := replaceAt(content, matches, oldS, newS)
+	// The front ends show the edit as diffs (lines with LF endings).
+	meta := diffMeta(hunks(p, content, edited, editChanges(content, edited, matches, oldS, newS)))
 	if crlf {
 		edited = bytes.ReplaceAll(edited, []byte("\n"), []byte("\r\n"))
 	}
@@ -691,9 +698,12 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return fmt.Errorf("edit %q: recording the edit: %w", t.shown, err)
 	}
 	if replaceAll {
-		fmt.Fprintf(out, "The file %s has been updated. All occurrences were successfully replaced (%d).", t.shown, len(matches))
+		fmt.Fprintf(out, "The file %s has been updated. All occurrences were successfully replaced (%d).", t.abs, len(matches))
 	} else {
-		fmt.Fprintf(out, "The file %s has been updated successfully.", t.shown)
+		fmt.Fprintf(out, "The file %s has been updated successfully.", t.abs)
+	}
+	if meta != nil {
+		out.SetMeta(meta)
 	}
 	writeDiff(out, content, matches, oldS, newS)
 	return nil

@@ -527,7 +527,9 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
 	}
 	st = hostfns.OutStatus(b[0])
-	if st > hostfns.OutNoValue {
+	// OutResult is dsh_tool's alone; any other export that returns it is
+	// refused here, as an unknown status.
+	if st > hostfns.OutNoValue && !(st == hostfns.OutResult && export == hostfns.ExportTool) {
 		return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, st))
 	}
 	return st, append([]byte(nil), b[1:]...), nil
