@@ -279,14 +279,15 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	case session.EndMaxTokens:
 		return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil
 	case session.EndError:
-		// The user gets the turn's recorded message ("turn failed: " and
-		// the provider's message); the log keeps the whole chain.
+		// The user gets "turn failed: " and the turn's recorded message
+		// (the provider's own, for a model API error), as the reference
+		// words it; the log keeps the whole chain.
 		a.log.Error("acp: turn failed", "session", req.SessionId, "err", res.Err)
 		msg := res.End.Message
 		if msg == "" && res.Err != nil {
-			msg = agentpkg.FailedMessage(res.Err)
+			msg = agentpkg.FailureMessage(res.Err)
 		}
-		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "Internal error: " + msg,
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "Internal error: turn failed: " + msg,
 			Data: map[string]any{"reason": res.End.Reason}}
 	default: // aborted, rejected, interrupted, disposed
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
