@@ -351,3 +351,37 @@ func TestToolFSEditDiffMeta(t *testing.T) {
 		t.Errorf("replace_all: %d hunks %+v", len(got), got)
 	}
 }
+
+// An overwrite's result carries the diff against what was there, as the
+// reference's does; a new file, or the same content again, carries none
+// (the front ends show the content as new).
+func TestToolFSWriteDiffMeta(t *testing.T) {
+	e := loadTool(t, "tool-fs", workspaceRW(), "", 0)
+	var before, after strings.Builder
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&before, "line %d\n", i)
+		if i == 5 {
+			after.WriteString("line five\n")
+			continue
+		}
+		fmt.Fprintf(&after, "line %d\n", i)
+	}
+	meta := func(args string) string {
+		t.Helper()
+		r := e.call(t, "write", args)
+		if r.IsError {
+			t.Fatalf("write %s: %q", args, r.Text)
+		}
+		return string(r.Meta)
+	}
+	if m := meta(jsonArgs("file_path", "new.txt", "content", before.String())); m != "" {
+		t.Errorf("a new file's meta = %s, want none", m)
+	}
+	if m := meta(jsonArgs("file_path", "new.txt", "content", after.String())); m !=
+		`{"diffs":[{"path":"new.txt","oldText":"line 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8","newText":"line 2\nline 3\nline 4\nline five\nline 6\nline 7\nline 8"}]}` {
+		t.Errorf("an overwrite's meta = %s", m)
+	}
+	if m := meta(jsonArgs("file_path", "new.txt", "content", after.String())); m != "" {
+		t.Errorf("the same content again: meta = %s, want none", m)
+	}
+}

@@ -61,6 +61,29 @@ func editChanges(before, after []byte, at []int, old, repl []byte) []change {
 	return out
 }
 
+// maxWriteDiffBytes bounds the file an overwrite diffs against: a larger
+// one's card shows the new content alone.
+const maxWriteDiffBytes = 1 << 20
+
+// lineChange is the one run of lines that differs between before and
+// after, between their common first and last lines; false when they have
+// the same lines.
+func lineChange(before, after []byte) (change, bool) {
+	o, n := splitLines(before), splitLines(after)
+	p := 0
+	for p < len(o) && p < len(n) && bytes.Equal(o[p], n[p]) {
+		p++
+	}
+	s := 0
+	for s < len(o)-p && s < len(n)-p && bytes.Equal(o[len(o)-1-s], n[len(n)-1-s]) {
+		s++
+	}
+	if p == len(o) && p == len(n) {
+		return change{}, false
+	}
+	return change{oldFrom: p, oldTo: len(o) - s, newFrom: p, newTo: len(n) - s}, true
+}
+
 // hunks groups changes (in order, not overlapping) into hunks with
 // diffContext lines around them, merging changes whose context meets.
 func hunks(path string, before, after []byte, changes []change) []fileDiff {

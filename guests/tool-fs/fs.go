@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -549,6 +550,7 @@ func writeTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return err
 	}
 	verb := "Updated"
+	var meta json.RawMessage
 	fi, err := os.Stat(t.abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -580,14 +582,28 @@ func writeTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		if err := guardWrite("write", t, cur); err != nil {
 			return err
 		}
+		// The front ends show an overwrite as its diff against what
+		// was there, when that is small enough to diff.
+		var before []byte
+		if fi.Size() <= maxWriteDiffBytes {
+			before, _ = os.ReadFile(t.abs)
+		}
 		if fi, err = replaceContent("write", t, cur, content); err != nil {
 			return err
+		}
+		if before != nil {
+			if c, ok := lineChange(before, content); ok {
+				meta = diffMeta(hunks(p, before, content, []change{c}))
+			}
 		}
 	}
 	if err := remember(t.abs, fi); err != nil {
 		return fmt.Errorf("write %q: recording the write: %w", t.shown, err)
 	}
 	fmt.Fprintf(out, "<path>%s</path>\n<type>file</type>\n<content>\n%s file\n</content>", t.abs, verb)
+	if meta != nil {
+		out.SetMeta(meta)
+	}
 	return nil
 }
 
