@@ -2,8 +2,11 @@ package guests
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,8 +21,8 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )
 
-// recordedPath matches the reference's absolute workspace paths in its
-// tool results; ours show the path the model used, which is relative.
+// recordedPath matches the reference's workspace in its tool results'
+// absolute paths; ours name the run's own workspace.
 var recordedPath = regexp.MustCompile(`/tmp/acp-snap-cwd-[A-Za-z0-9]+/`)
 
 // TestConformanceToolScenarios replays the recorded scenarios that use the
@@ -27,8 +30,8 @@ var recordedPath = regexp.MustCompile(`/tmp/acp-snap-cwd-[A-Za-z0-9]+/`)
 // and the real tool-bash and tool-fs guests as the tools, in a copy of the
 // scenario's workspace. The loop must make the same tool calls, and each
 // result must carry the recorded facts: the recorded text (paths made
-// relative, the reference's "Error: " prefix dropped) starts ours, and
-// both are errors or neither.
+// made the run's) starts ours, both are errors or neither, with the same
+// failure identity, and a recorded meta (an edit's diffs) is ours.
 func TestConformanceToolScenarios(t *testing.T) {
 	dir := testcorpus.Sessions(t)
 	for _, name := range []string{"tool-call-turn", "fs-read", "fs-write", "fs-edit", "fs-policy-reject", "fs-terminal-card"} {
@@ -125,9 +128,15 @@ func replayToolScenario(t *testing.T, scenario string) {
 	}
 	for i, w := range wantResults {
 		g := gotResults[i]
-		want := strings.TrimPrefix(recordedPath.ReplaceAllString(w.Content.Text(), ""), "Error: ")
+		want := recordedPath.ReplaceAllLiteralString(w.Content.Text(), ws+"/")
 		if g.IsError != w.IsError || !strings.HasPrefix(g.Content.Text(), want) {
 			t.Errorf("result %d (%s): error=%v %q\nrecorded error=%v %q", i, wantCalls[i].Name, g.IsError, g.Content.Text(), w.IsError, want)
+		}
+		if fmt.Sprint(g.Error) != fmt.Sprint(w.Error) {
+			t.Errorf("result %d (%s): error identity %+v, recorded %+v", i, wantCalls[i].Name, g.Error, w.Error)
+		}
+		if len(w.Meta) > 0 && !jsonEqual(g.Meta, w.Meta) {
+			t.Errorf("result %d (%s): meta %s, recorded %s", i, wantCalls[i].Name, g.Meta, w.Meta)
 		}
 	}
 	// The effects on disk are the recorded ones.
@@ -169,4 +178,13 @@ func toolEvents(t *testing.T, events []session.Event) ([]session.ToolCall, []ses
 		}
 	}
 	return calls, results
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

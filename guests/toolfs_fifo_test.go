@@ -19,5 +19,5 @@ func TestToolFSRefusesFIFO(t *testing.T) {
 	e.fails(t, "read", `{"file_path":"fifo"}`, `cannot read "fifo": not a regular file`)
 	e.fails(t, "write", jsonArgs("file_path", "fifo", "content", "x"), `cannot write "fifo": not a regular file`)
 	e.ok(t, "write", jsonArgs("file_path", "f.txt", "content", "x"))
-	e.fails(t, "edit", jsonArgs("file_path", "fifo", "old_string", "a", "new_string", "b"), `edit requires reading "fifo" first`)
+	e.fails(t, "edit", jsonArgs("file_path", "fifo", "old_string", "a", "new_string", "b"), `edit requires reading "`+filepath.Join(e.dir, "fifo")+`" first`)
 }

@@ -1,6 +1,7 @@
 package guests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +10,15 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
+	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
-func envelope(path, body string) string {
+// envelope is read's and write's result for path: named by its absolute
+// path, a relative one taken from the tool's working directory.
+func (e *toolEnv) envelope(path, body string) string {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(e.dir, path)
+	}
 	return "<path>" + path + "</path>\n<type>file</type>\n<content>\n" + body + "\n</content>"
 }
 
@@ -25,15 +32,15 @@ func TestToolFSReadWindowAndFooters(t *testing.T) {
 
 	all := e.ok(t, "read", `{"file_path":"ten.txt"}`)
 	want := "1: line 1\n2: line 2\n3: line 3\n4: line 4\n5: line 5\n6: line 6\n7: line 7\n8: line 8\n9: line 9\n10: line 10\n\n(End of file - total 10 lines)"
-	if all != envelope("ten.txt", want) {
+	if all != e.envelope("ten.txt", want) {
 		t.Fatalf("whole read:\n%s", all)
 	}
 	mid := e.ok(t, "read", `{"file_path":"ten.txt","offset":3,"limit":2}`)
-	if mid != envelope("ten.txt", "3: line 3\n4: line 4\n\n(Showing lines 3-4 of 10. Use offset=5 to continue.)") {
+	if mid != e.envelope("ten.txt", "3: line 3\n4: line 4\n\n(Showing lines 3-4 of 10. Use offset=5 to continue.)") {
 		t.Fatalf("window:\n%s", mid)
 	}
 	tail := e.ok(t, "read", `{"file_path":"ten.txt","offset":9,"limit":5}`)
-	if tail != envelope("ten.txt", "9: line 9\n10: line 10\n\n(End of file - total 10 lines)") {
+	if tail != e.envelope("ten.txt", "9: line 9\n10: line 10\n\n(End of file - total 10 lines)") {
 		t.Fatalf("tail:\n%s", tail)
 	}
 	e.fails(t, "read", `{"file_path":"ten.txt","offset":11}`, `offset 11 is out of range for "ten.txt" (10 lines)`)
@@ -43,7 +50,7 @@ func TestToolFSReadWindowAndFooters(t *testing.T) {
 
 	// The path as the model gave it, absolute inside the workspace.
 	abs := filepath.Join(e.dir, "ten.txt")
-	if got := e.ok(t, "read", `{"file_path":"`+abs+`","limit":1}`); got != envelope(abs, "1: line 1\n\n(Showing lines 1-1 of 10. Use offset=2 to continue.)") {
+	if got := e.ok(t, "read", `{"file_path":"`+abs+`","limit":1}`); got != e.envelope(abs, "1: line 1\n\n(Showing lines 1-1 of 10. Use offset=2 to continue.)") {
 		t.Fatalf("absolute path:\n%s", got)
 	}
 }
@@ -60,8 +67,8 @@ func TestToolFSReadShapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		e.write(t, c.name, c.content)
-		if got := e.ok(t, "read", `{"file_path":"`+c.name+`"}`); got != envelope(c.name, c.body) {
-			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, envelope(c.name, c.body))
+		if got := e.ok(t, "read", `{"file_path":"`+c.name+`"}`); got != e.envelope(c.name, c.body) {
+			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, e.envelope(c.name, c.body))
 		}
 	}
 	e.write(t, "bin.dat", "PK\x03\x04\x00\x00binary")
@@ -87,7 +94,7 @@ func TestToolFSReadByteCap(t *testing.T) {
 	e := loadTool(t, "tool-fs", workspaceRW(), `{"max_bytes":20}`, 0)
 	e.write(t, "f.txt", "aaaaaaa\nbbbbbbb\nccccccc\nddddddd\n")
 	got := e.ok(t, "read", `{"file_path":"f.txt"}`)
-	if got != envelope("f.txt", "1: aaaaaaa\n2: bbbbbbb\n\n(Output capped. Showing lines 1-2. Use offset=3 to continue.)") {
+	if got != e.envelope("f.txt", "1: aaaaaaa\n2: bbbbbbb\n\n(Output capped. Showing lines 1-2. Use offset=3 to continue.)") {
 		t.Fatalf("capped:\n%s", got)
 	}
 }
@@ -96,22 +103,34 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	e := loadTool(t, "tool-fs", workspaceRW(), "", 0)
 
 	// A new file is created, parents too.
-	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello world")); got != envelope("new/notes.txt", "Created file") {
+	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello world")); got != e.envelope("new/notes.txt", "Created file") {
 		t.Fatalf("create: %q", got)
 	}
 	if got := e.read(t, "new/notes.txt"); got != "hello world" {
 		t.Fatalf("created %q", got)
 	}
 	// Written in this session, so it may be overwritten and edited.
-	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello again\n")); got != envelope("new/notes.txt", "Updated file") {
+	if got := e.ok(t, "write", jsonArgs("file_path", "new/notes.txt", "content", "hello again\n")); got != e.envelope("new/notes.txt", "Updated file") {
 		t.Fatalf("update: %q", got)
 	}
 
 	e.write(t, "settings.txt", "color=blue\nsize=blue\n")
-	e.fails(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "green"),
-		`edit requires reading "settings.txt" first`)
-	e.fails(t, "write", jsonArgs("file_path", "settings.txt", "content", "x"),
-		`cannot overwrite existing "settings.txt" without reading it first`)
+	// Refused as the reference refuses it, naming the absolute path, with
+	// the failure's identity for programs.
+	abs := filepath.Join(e.dir, "settings.txt")
+	for _, c := range []struct{ args, want string }{
+		{jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "green"), `Error: edit requires reading "` + abs + `" first`},
+		{jsonArgs("file_path", "settings.txt", "content", "x"), `Error: cannot overwrite existing "` + abs + `" without reading it first`},
+	} {
+		name := "edit"
+		if strings.Contains(c.args, "content") {
+			name = "write"
+		}
+		r := e.call(t, name, c.args)
+		if !r.IsError || r.Text != c.want || r.Failure == nil || *r.Failure != (tool.Failure{Name: "FsError", Code: "FS_NOT_OBSERVED"}) {
+			t.Fatalf("%s of an unread file = %q %+v, want the error %q FsError/FS_NOT_OBSERVED", name, r.Text, r.Failure, c.want)
+		}
+	}
 	if got := e.read(t, "settings.txt"); got != "color=blue\nsize=blue\n" {
 		t.Fatalf("refused edits changed the file: %q", got)
 	}
@@ -125,12 +144,12 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	e.fails(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "blue"), "the same")
 
 	got := e.ok(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "color=blue", "new_string", "color=green"))
-	if got != "The file settings.txt has been updated successfully.\n\n@@ -1,1 +1,1 @@\n-color=blue\n+color=green\n" {
+	if got != "The file "+abs+" has been updated successfully.\n\n@@ -1,1 +1,1 @@\n-color=blue\n+color=green\n" {
 		t.Fatalf("unique edit: %q", got)
 	}
 	// The tool's own change does not make the file stale.
 	got = e.ok(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "blue", "new_string", "red", "replace_all", true))
-	if !strings.HasPrefix(got, "The file settings.txt has been updated. All occurrences were successfully replaced (1).") {
+	if !strings.HasPrefix(got, "The file "+abs+" has been updated. All occurrences were successfully replaced (1).") {
 		t.Fatalf("replace_all: %q", got)
 	}
 	if got := e.read(t, "settings.txt"); got != "color=green\nsize=red\n" {
@@ -141,8 +160,11 @@ func TestToolFSWriteAndEditPolicy(t *testing.T) {
 	// write alike, until it is read again.
 	time.Sleep(10 * time.Millisecond)
 	e.write(t, "settings.txt", "color=green\nsize=huge\n")
-	e.fails(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "green", "new_string", "teal"),
-		`cannot edit "settings.txt": file changed since it was read`, "re-read")
+	stale := e.call(t, "edit", jsonArgs("file_path", "settings.txt", "old_string", "green", "new_string", "teal"))
+	if !stale.IsError || !strings.Contains(stale.Text, `cannot edit "settings.txt": file changed since it was read`) ||
+		stale.Failure == nil || stale.Failure.Code != "FS_STALE_VERSION" {
+		t.Fatalf("stale edit = %q %+v", stale.Text, stale.Failure)
+	}
 	e.fails(t, "write", jsonArgs("file_path", "settings.txt", "content", "x"), `cannot write "settings.txt": file changed since it was read`)
 	if got := e.read(t, "settings.txt"); got != "color=green\nsize=huge\n" {
 		t.Fatalf("stale edits changed the file: %q", got)
@@ -264,5 +286,102 @@ func TestToolFSTooLarge(t *testing.T) {
 		if err := loadToolErr(t, "tool-fs", workspaceRW(), bad); err == nil || !strings.Contains(err.Error(), "tool-fs config") {
 			t.Errorf("config %s: %v", bad, err)
 		}
+	}
+}
+
+// An edit's result carries its diffs in meta for the front ends, as the
+// reference's does: one hunk per group of changes, with up to three
+// unchanged lines around them, lines joined without the last newline;
+// the model's text is unchanged by it.
+func TestToolFSEditDiffMeta(t *testing.T) {
+	e := loadTool(t, "tool-fs", workspaceRW(), "", 0)
+	var b strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	e.write(t, "f.txt", b.String())
+	e.ok(t, "read", `{"file_path":"f.txt"}`)
+	type diff struct {
+		Path    string  `json:"path"`
+		OldText *string `json:"oldText"`
+		NewText string  `json:"newText"`
+	}
+	edit := func(args string) []diff {
+		t.Helper()
+		r := e.call(t, "edit", args)
+		if r.IsError || strings.Contains(r.Text, "diffs") {
+			t.Fatalf("edit %s: %q", args, r.Text)
+		}
+		var m struct{ Diffs []diff }
+		if err := json.Unmarshal(r.Meta, &m); err != nil {
+			t.Fatalf("edit %s: meta %q: %v", args, r.Meta, err)
+		}
+		return m.Diffs
+	}
+	str := func(s string) *string { return &s }
+	lines := func(from, to int, sub map[int]string) string {
+		var out []string
+		for i := from; i <= to; i++ {
+			if s, ok := sub[i]; ok {
+				out = append(out, s)
+				continue
+			}
+			out = append(out, fmt.Sprintf("line %d", i))
+		}
+		return strings.Join(out, "\n")
+	}
+	// One change: three lines of context each side.
+	got := edit(jsonArgs("file_path", "f.txt", "old_string", "line 10\n", "new_string", "line ten\n"))
+	want := []diff{{"f.txt", str(lines(7, 13, nil)), lines(7, 13, map[int]string{10: "line ten"})}}
+	if len(got) != 1 || got[0].Path != want[0].Path || got[0].OldText == nil || *got[0].OldText != *want[0].OldText || got[0].NewText != want[0].NewText {
+		t.Errorf("one change: %+v\nwant %+v", got, want)
+	}
+	// Two changes far apart are two hunks; near the top, the context is
+	// cut at the first line.
+	e.ok(t, "read", `{"file_path":"f.txt"}`)
+	got = edit(jsonArgs("file_path", "f.txt", "old_string", "line 2\n", "new_string", "line two\n"))
+	if len(got) != 1 || *got[0].OldText != lines(1, 5, nil) || got[0].NewText != lines(1, 5, map[int]string{2: "line two"}) {
+		t.Errorf("change at the top: %+v", got)
+	}
+	e.ok(t, "read", `{"file_path":"f.txt"}`)
+	got = edit(jsonArgs("file_path", "f.txt", "old_string", "line 1", "new_string", "LINE 1", "replace_all", true))
+	// "line 1" is in lines 1 and 11 to 19 ("line 1x"): hunks 1-4 and 8-20.
+	if len(got) != 2 || *got[0].OldText != lines(1, 4, map[int]string{2: "line two"}) ||
+		!strings.HasPrefix(*got[1].OldText, "line 8\nline 9\nline ten\nline 11") || !strings.HasSuffix(got[1].NewText, "LINE 19\nline 20") {
+		t.Errorf("replace_all: %d hunks %+v", len(got), got)
+	}
+}
+
+// An overwrite's result carries the diff against what was there, as the
+// reference's does; a new file, or the same content again, carries none
+// (the front ends show the content as new).
+func TestToolFSWriteDiffMeta(t *testing.T) {
+	e := loadTool(t, "tool-fs", workspaceRW(), "", 0)
+	var before, after strings.Builder
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&before, "line %d\n", i)
+		if i == 5 {
+			after.WriteString("line five\n")
+			continue
+		}
+		fmt.Fprintf(&after, "line %d\n", i)
+	}
+	meta := func(args string) string {
+		t.Helper()
+		r := e.call(t, "write", args)
+		if r.IsError {
+			t.Fatalf("write %s: %q", args, r.Text)
+		}
+		return string(r.Meta)
+	}
+	if m := meta(jsonArgs("file_path", "new.txt", "content", before.String())); m != "" {
+		t.Errorf("a new file's meta = %s, want none", m)
+	}
+	if m := meta(jsonArgs("file_path", "new.txt", "content", after.String())); m !=
+		`{"diffs":[{"path":"new.txt","oldText":"line 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8","newText":"line 2\nline 3\nline 4\nline five\nline 6\nline 7\nline 8"}]}` {
+		t.Errorf("an overwrite's meta = %s", m)
+	}
+	if m := meta(jsonArgs("file_path", "new.txt", "content", after.String())); m != "" {
+		t.Errorf("the same content again: meta = %s, want none", m)
 	}
 }

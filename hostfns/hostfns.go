@@ -60,7 +60,9 @@ const (
 	// dsh_variable(name NUL context): a variable's value, or OutNoValue.
 	ExportVariable = "dsh_variable"
 	// dsh_tool(name NUL context NUL arguments): runs a tool. The output
-	// payload is the result text; OutError marks an error result.
+	// payload is the result text; OutError marks a failure, its payload
+	// the message (the model reads "Error: " and it); OutResult carries a
+	// ToolOutput.
 	ExportTool = "dsh_tool"
 	// dsh_event(event NUL context NUL payload): an event the plugin
 	// subscribed to. For a waterfall, the output payload is the (possibly
@@ -79,6 +81,35 @@ const (
 	OutOK      OutStatus = 0
 	OutError   OutStatus = 1 // payload is an error message
 	OutNoValue OutStatus = 2 // dsh_variable only: no value this time
+	OutResult  OutStatus = 3 // dsh_tool only: payload is a ToolOutput JSON object
+)
+
+// ToolOutput is a dsh_tool result with more than text (OutResult): data
+// for the front ends beside the text, or a failure's identity.
+type ToolOutput struct {
+	// Text is what the model reads: the result, or the failure's message
+	// when Error is set.
+	Text string `json:"text"`
+	// Meta, when set, is a JSON object for displays (a write's or an
+	// edit's diffs, say), recorded with the result; the model never
+	// sees it. At most MaxToolMeta bytes.
+	Meta json.RawMessage `json:"meta,omitempty"`
+	// Error, when set, makes the result a failure that programs can tell
+	// apart: Name (FsError) and Code (FS_NOT_OBSERVED), each 1 to
+	// MaxToolErrorField ASCII letters, digits and underscores.
+	Error *ToolFailure `json:"error,omitempty"`
+}
+
+// ToolFailure identifies a tool's failure.
+type ToolFailure struct {
+	Name string `json:"name"`
+	Code string `json:"code"`
+}
+
+// Bounds on a ToolOutput.
+const (
+	MaxToolMeta       = 1 << 20
+	MaxToolErrorField = 64
 )
 
 // FrameSep separates the fields of an export's input frame.

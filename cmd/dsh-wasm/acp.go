@@ -49,7 +49,7 @@ failed; 2 usage.`,
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return acpagent.Serve(ctx, d.Deployment, s.in, s.out, acpagent.Options{
-				Replay: replay, Name: "dsh-wasm", Version: version(), Logger: logger})
+				Replay: replay, Logger: logger})
 		},
 	}
 	df.add(cmd, true)

@@ -48,15 +48,24 @@ type Options struct {
 
 // Serve runs the agent on in and out until in ends or ctx is done, then
 // closes every session it opened.
+// AgentName and AgentVersion are the agent info initialize sends unless
+// Options say otherwise: the reference harness's, so that a client that
+// knows the reference's agent knows this one as the same (this agent
+// speaks the reference's ACP updates, card for card).
+const (
+	AgentName    = "deepseek-harness-acp"
+	AgentVersion = "0.0.1"
+)
+
 func Serve(ctx context.Context, d *deploy.Deployment, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Name == "" {
-		opts.Name = "dsh-wasm"
+		opts.Name = AgentName
 	}
 	if opts.Version == "" {
-		opts.Version = "dev"
+		opts.Version = AgentVersion
 	}
 	a := &agent{d: d, opts: opts, log: opts.Logger, sessions: map[acp.SessionId]*sessionState{}}
 	conn := acp.NewAgentSideConnection(a, out, in)
@@ -112,8 +121,12 @@ func (a *agent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.In
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentInfo:       &acp.Implementation{Name: a.opts.Name, Version: a.opts.Version},
+		// Text prompts only, as the reference: no images, audio or
+		// embedded resources (false is the protocol's default, so the
+		// wire carries an empty promptCapabilities).
 		AgentCapabilities: acp.AgentCapabilities{
-			LoadSession: true,
+			LoadSession:        true,
+			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: false},
 		},
 		AuthMethods: []acp.AuthMethod{},
 	}, nil
@@ -127,7 +140,7 @@ func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 // ignoring it.
 func checkSetup(cwd string, mcp []acp.McpServer, dirs []string) error {
 	if len(dirs) > 0 {
-		return invalidParams("additionalDirectories is not supported: the workspace is the cwd alone")
+		return invalidParams("additionalDirectories is not supported in this MVP")
 	}
 	if len(mcp) > 0 {
 		return invalidParams("mcpServers is not supported: give tools to this agent as plugins in its deployment")
@@ -266,11 +279,15 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	case session.EndMaxTokens:
 		return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil
 	case session.EndError:
+		// The user gets "turn failed: " and the turn's recorded message
+		// (the provider's own, for a model API error), as the reference
+		// words it; the log keeps the whole chain.
+		a.log.Error("acp: turn failed", "session", req.SessionId, "err", res.Err)
 		msg := res.End.Message
 		if msg == "" && res.Err != nil {
-			msg = res.Err.Error()
+			msg = agentpkg.FailureMessage(res.Err)
 		}
-		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "Internal error: " + msg,
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "Internal error: turn failed: " + msg,
 			Data: map[string]any{"reason": res.End.Reason}}
 	default: // aborted, rejected, interrupted, disposed
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil

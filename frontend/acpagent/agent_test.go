@@ -158,7 +158,8 @@ func TestBridge(t *testing.T) {
 	conn, c := connect(t, d)
 
 	init, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
-	if err != nil || !init.AgentCapabilities.LoadSession || init.AgentInfo == nil || init.AgentInfo.Name != "dsh-wasm" {
+	if err != nil || !init.AgentCapabilities.LoadSession || init.AgentInfo == nil ||
+		init.AgentInfo.Name != acpagent.AgentName || init.AgentInfo.Version != acpagent.AgentVersion {
 		t.Fatalf("initialize = %+v, %v", init, err)
 	}
 	cwd := t.TempDir()

@@ -2,6 +2,7 @@ package acpagent
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -116,6 +117,8 @@ func toolKind(name string) acp.ToolKind {
 
 type fileArgs struct {
 	FilePath  string `json:"file_path"`
+	Offset    *int   `json:"offset"`
+	Limit     *int   `json:"limit"`
 	Content   string `json:"content"`
 	OldString string `json:"old_string"`
 	NewString string `json:"new_string"`
@@ -143,6 +146,55 @@ func (t *translator) rel(p string) string {
 	return p
 }
 
+// fileArgs reads a file tool's arguments, with the path as the model
+// gave it relative to the session's cwd when it is inside it.
+func (t *translator) fileArgs(c session.ToolCall) (fileArgs, bool) {
+	var a fileArgs
+	if json.Unmarshal([]byte(c.Arguments), &a) != nil || a.FilePath == "" {
+		return a, false
+	}
+	a.FilePath = t.rel(a.FilePath)
+	return a, true
+}
+
+// withLocations sets a card's locations alone (the ACP library's
+// WithStartLocations also makes up a rawInput from the first path, where
+// the reference sends none for the file tools).
+func withLocations(l ...acp.ToolCallLocation) acp.ToolCallStartOpt {
+	return func(tc *acp.SessionUpdateToolCall) { tc.Locations = l }
+}
+
+// fileTitle is a file tool's card title: "Read big.txt (5 - 8)" for a
+// window of lines, "Read big.txt (from line 5)" for an offset alone,
+// "Write notes.txt", "Edit config.txt".
+func fileTitle(name, path string, a fileArgs) string {
+	switch name {
+	case "read":
+		window := ""
+		first := 1
+		if a.Offset != nil {
+			first = *a.Offset
+		}
+		switch {
+		case a.Limit != nil && *a.Limit > 0:
+			window = fmt.Sprintf(" (%d - %d)", first, first+*a.Limit-1)
+		case a.Offset != nil:
+			window = fmt.Sprintf(" (from line %d)", first)
+		}
+		return "Read " + path + window
+	case "write":
+		return "Write " + path
+	}
+	return "Edit " + path
+}
+
+// newFileDiff is the diff of a new file: content over no old text (the
+// ACP library leaves the absent oldText out, where the reference writes
+// null; the protocol reads both as no old text).
+func newFileDiff(path, content string) acp.ToolCallContent {
+	return acp.ToolDiffContent(path, content)
+}
+
 func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 	id := acp.ToolCallId(c.CallID)
 	kind := toolKind(c.Name)
@@ -155,31 +207,46 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 	}
 	opts := []acp.ToolCallStartOpt{acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusInProgress)}
 	title := c.Name
+	// rawInput, as the reference sends it: the command string for a bash
+	// card, the bare list for todo_write, nothing for the file tools
+	// (their card says it all), and the arguments for any other tool.
 	var raw any
-	if json.Unmarshal([]byte(c.Arguments), &raw) == nil && raw != nil {
-		opts = append(opts, acp.WithStartRawInput(raw))
+	if json.Unmarshal([]byte(c.Arguments), &raw) != nil {
+		raw = nil
 	}
 	switch c.Name {
 	case "read", "write", "edit":
-		var a fileArgs
-		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.FilePath != "" {
-			path := t.rel(a.FilePath)
-			title = map[string]string{"read": "Read ", "write": "Write ", "edit": "Edit "}[c.Name] + path
+		raw = nil
+		if a, ok := t.fileArgs(c); ok {
+			path := a.FilePath
+			title = fileTitle(c.Name, path, a)
 			loc := acp.ToolCallLocation{Path: path}
 			if c.Name == "read" {
-				one := 1
-				loc.Line = &one
+				line := 1
+				if a.Offset != nil {
+					line = *a.Offset
+				}
+				loc.Line = &line
 			}
-			opts = append(opts, acp.WithStartLocations([]acp.ToolCallLocation{loc}))
+			opts = append(opts, withLocations(loc))
 			switch c.Name {
 			case "write":
-				opts = append(opts, acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(path, a.Content)}))
+				opts = append(opts, acp.WithStartContent([]acp.ToolCallContent{newFileDiff(path, a.Content)}))
 			case "edit":
 				opts = append(opts, acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(path, a.NewString, a.OldString)}))
 			}
 		}
+	case "todo_write":
+		title = "Update todo list"
+		var a struct {
+			Todos json.RawMessage `json:"todos"`
+		}
+		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.Todos != nil {
+			raw = a.Todos
+		}
 	case "bash":
 		if a := bash; kind == acp.ToolKindExecute {
+			raw = a.Command
 			title = a.Command
 			var content []acp.ToolCallContent
 			content = append(content, acp.ToolContent(acp.TextBlock(a.Description)))
@@ -200,8 +267,11 @@ func (t *translator) start(c session.ToolCall) []acp.SessionUpdate {
 		}
 		if json.Unmarshal([]byte(c.Arguments), &a) == nil && a.Query != "" {
 			title = a.Query
-			opts = append(opts, acp.WithStartRawInput(a.Query))
+			raw = a.Query
 		}
+	}
+	if raw != nil {
+		opts = append(opts, acp.WithStartRawInput(raw))
 	}
 	u := acp.StartToolCall(id, title, opts...)
 	if c.Name == "bash" && t.terminal && u.ToolCall != nil {
@@ -247,6 +317,45 @@ func planPriority(s string) acp.PlanEntryPriority {
 	return acp.PlanEntryPriorityMedium
 }
 
+// isBashCard reports whether a bash call got the bash card (kind
+// execute) rather than the generic one.
+func isBashCard(c session.ToolCall) bool {
+	var a bashArgs
+	return json.Unmarshal([]byte(c.Arguments), &a) == nil && a.Command != "" && a.Description != ""
+}
+
+// resultDiffs is a completed write's or edit's diff content: the diffs
+// the tool returned in its result's meta ({"diffs": [{path, oldText,
+// newText}]}), or for a write without them the whole content as new.
+// An edit without usable meta gets nil: the generic text card.
+func resultDiffs(name string, a fileArgs, meta json.RawMessage) []acp.ToolCallContent {
+	var m struct {
+		Diffs []struct {
+			Path    string  `json:"path"`
+			OldText *string `json:"oldText"`
+			NewText *string `json:"newText"`
+		} `json:"diffs"`
+	}
+	var out []acp.ToolCallContent
+	if len(meta) > 0 && json.Unmarshal(meta, &m) == nil {
+		for _, d := range m.Diffs {
+			if d.Path == "" || d.NewText == nil {
+				out = nil
+				break
+			}
+			if d.OldText == nil {
+				out = append(out, newFileDiff(d.Path, *d.NewText))
+			} else {
+				out = append(out, acp.ToolDiffContent(d.Path, *d.NewText, *d.OldText))
+			}
+		}
+	}
+	if out == nil && name == "write" {
+		out = []acp.ToolCallContent{newFileDiff(a.FilePath, a.Content)}
+	}
+	return out
+}
+
 var exitMarker = regexp.MustCompile(`(?m)^\[exit code: (-?\d+)\]$`)
 
 func (t *translator) finish(call session.ToolCall, r session.ToolResult) acp.SessionUpdate {
@@ -268,8 +377,17 @@ func (t *translator) finish(call session.ToolCall, r session.ToolResult) acp.Ses
 		}
 		return u
 	}
-	if r.IsError && !strings.HasPrefix(text, "Error") {
-		text = "Error: " + text
+	if call.Name == "bash" && isBashCard(call) {
+		// The reference shows a bash card's output as a console block.
+		text = "```console\n" + strings.TrimSuffix(text, "\n") + "\n```"
+	}
+	if !r.IsError && (call.Name == "write" || call.Name == "edit") {
+		if a, ok := t.fileArgs(call); ok {
+			if diffs := resultDiffs(call.Name, a, r.Meta); diffs != nil {
+				return acp.UpdateToolCall(id, acp.WithUpdateStatus(status), acp.WithUpdateContent(diffs),
+					acp.WithUpdateTitle(fileTitle(call.Name, a.FilePath, a)))
+			}
+		}
 	}
 	return acp.UpdateToolCall(id, acp.WithUpdateStatus(status),
 		acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}))

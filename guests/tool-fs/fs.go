@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -332,8 +333,10 @@ func readTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return fmt.Errorf("cannot read %q: %d bytes is larger than the %d bytes this tool reads; use a command such as grep or sed to look into it", t.shown, fi.Size(), cfg.MaxReadFileBytes)
 	}
 
+	// The result names the file by its absolute path, as the reference's
+	// does: the model gets one name for it whatever path it gave.
 	out.WriteString("<path>")
-	out.WriteString(t.shown)
+	out.WriteString(t.abs)
 	out.WriteString("</path>\n<type>file</type>\n<content>\n")
 	w := &window{offset: offset, limit: limit, buf: windowBuf[:0], line: chunk[:0:0]}
 	defer func() { windowBuf = w.buf[:0] }()
@@ -486,15 +489,20 @@ func guardWrite(verb string, t target, cur version) error {
 	return checkSeen(verb, t, prev, ok, cur)
 }
 
+// checkSeen refuses a change to a file this session has not read
+// (FS_NOT_OBSERVED, worded as the reference's, naming the absolute path)
+// or that changed since (FS_STALE_VERSION).
 func checkSeen(verb string, t target, prev version, ok bool, cur version) error {
 	if !ok {
+		err := fmt.Errorf("cannot overwrite existing %q without reading it first", t.abs)
 		if verb == "edit" {
-			return fmt.Errorf("edit requires reading %q first — read the file, then retry", t.shown)
+			err = fmt.Errorf("edit requires reading %q first", t.abs)
 		}
-		return fmt.Errorf("cannot overwrite existing %q without reading it first — read the file, then retry", t.shown)
+		return &guest.ToolError{Name: "FsError", Code: "FS_NOT_OBSERVED", Err: err}
 	}
 	if prev != cur {
-		return fmt.Errorf("cannot %s %q: file changed since it was read — re-read the file, then retry", verb, t.shown)
+		return &guest.ToolError{Name: "FsError", Code: "FS_STALE_VERSION",
+			Err: fmt.Errorf("cannot %s %q: file changed since it was read — re-read the file, then retry", verb, t.shown)}
 	}
 	return nil
 }
@@ -542,6 +550,7 @@ func writeTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return err
 	}
 	verb := "Updated"
+	var meta json.RawMessage
 	fi, err := os.Stat(t.abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -573,14 +582,28 @@ func writeTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		if err := guardWrite("write", t, cur); err != nil {
 			return err
 		}
+		// The front ends show an overwrite as its diff against what
+		// was there, when that is small enough to diff.
+		var before []byte
+		if fi.Size() <= maxWriteDiffBytes {
+			before, _ = os.ReadFile(t.abs)
+		}
 		if fi, err = replaceContent("write", t, cur, content); err != nil {
 			return err
+		}
+		if before != nil {
+			if c, ok := lineChange(before, content); ok {
+				meta = diffMeta(hunks(p, before, content, []change{c}))
+			}
 		}
 	}
 	if err := remember(t.abs, fi); err != nil {
 		return fmt.Errorf("write %q: recording the write: %w", t.shown, err)
 	}
-	fmt.Fprintf(out, "<path>%s</path>\n<type>file</type>\n<content>\n%s file\n</content>", t.shown, verb)
+	fmt.Fprintf(out, "<path>%s</path>\n<type>file</type>\n<content>\n%s file\n</content>", t.abs, verb)
+	if meta != nil {
+		out.SetMeta(meta)
+	}
 	return nil
 }
 
@@ -678,6 +701,8 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return fmt.Errorf("old_string matched %d times in %q; provide a more specific old_string or set replace_all to true", len(matches), t.shown)
 	}
 	edited := replaceAt(content, matches, oldS, newS)
+	// The front ends show the edit as diffs (lines with LF endings).
+	meta := diffMeta(hunks(p, content, edited, editChanges(content, edited, matches, oldS, newS)))
 	if crlf {
 		edited = bytes.ReplaceAll(edited, []byte("\n"), []byte("\r\n"))
 	}
@@ -689,9 +714,12 @@ func editTool(ctx guest.Context, args *guest.Args, out *guest.Result) error {
 		return fmt.Errorf("edit %q: recording the edit: %w", t.shown, err)
 	}
 	if replaceAll {
-		fmt.Fprintf(out, "The file %s has been updated. All occurrences were successfully replaced (%d).", t.shown, len(matches))
+		fmt.Fprintf(out, "The file %s has been updated. All occurrences were successfully replaced (%d).", t.abs, len(matches))
 	} else {
-		fmt.Fprintf(out, "The file %s has been updated successfully.", t.shown)
+		fmt.Fprintf(out, "The file %s has been updated successfully.", t.abs)
+	}
+	if meta != nil {
+		out.SetMeta(meta)
 	}
 	writeDiff(out, content, matches, oldS, newS)
 	return nil

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -114,9 +115,50 @@ func (a *Args) Bool(name string) (bool, error) {
 	return b, argErr(name, err)
 }
 
-// Result collects a tool's result text. The SDK reuses its buffer from
-// call to call.
-type Result struct{ buf []byte }
+// Result collects a tool's result text, and optionally data for the
+// front ends (SetMeta). The SDK reuses its buffer from call to call.
+type Result struct {
+	buf  []byte
+	meta json.RawMessage
+}
+
+// SetMeta attaches meta, a JSON object, to the result: data for displays
+// (a diff, say) that is recorded with the result and that the model never
+// sees. The host refuses (and fails the call) what is not a JSON object or
+// is larger than hostfns.MaxToolMeta bytes.
+func (r *Result) SetMeta(meta json.RawMessage) { r.meta = meta }
+
+// ToolError is a tool's failure with an identity programs can tell apart
+// (the session records it as the result's error): Name is the failure's
+// family (FsError), Code the failure (FS_NOT_OBSERVED). A tool function
+// returns it, possibly wrapped, as its error; the model reads Err's
+// message.
+type ToolError struct {
+	Name, Code string
+	Err        error
+}
+
+func (e *ToolError) Error() string { return e.Err.Error() }
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// failure is the output of a tool function that returned err: its
+// message, and its identity when it carries a ToolError.
+func failure(err error) ([]byte, hostfns.OutStatus) {
+	var te *ToolError
+	if errors.As(err, &te) {
+		return toolOutput(hostfns.ToolOutput{Text: err.Error(), Error: &hostfns.ToolFailure{Name: te.Name, Code: te.Code}})
+	}
+	return []byte(err.Error()), hostfns.OutError
+}
+
+// toolOutput encodes a ToolOutput (OutResult).
+func toolOutput(o hostfns.ToolOutput) ([]byte, hostfns.OutStatus) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return []byte("encoding the tool's result: " + err.Error()), hostfns.OutError
+	}
+	return b, hostfns.OutResult
+}
 
 // Write appends p to the result.
 func (r *Result) Write(p []byte) (int, error) {
@@ -158,7 +200,7 @@ func (t toolHandler) run(ctx Context, args []byte) ([]byte, hostfns.OutStatus) {
 	if t.plain != nil {
 		out, err := t.plain(ctx, args)
 		if err != nil {
-			return []byte(err.Error()), hostfns.OutError
+			return failure(err)
 		}
 		callResult.buf = append(callResult.buf[:0], out...)
 		return callResult.buf, hostfns.OutOK
@@ -172,9 +214,12 @@ func (t toolHandler) run(ctx Context, args []byte) ([]byte, hostfns.OutStatus) {
 	if err := a.obj.Parse(doc); err != nil {
 		return []byte("the tool's arguments are not a JSON object: " + err.Error()), hostfns.OutError
 	}
-	callResult.buf = callResult.buf[:0]
+	callResult.buf, callResult.meta = callResult.buf[:0], nil
 	if err := t.args(ctx, a, &callResult); err != nil {
-		return []byte(err.Error()), hostfns.OutError
+		return failure(err)
+	}
+	if callResult.meta != nil {
+		return toolOutput(hostfns.ToolOutput{Text: string(callResult.buf), Meta: callResult.meta})
 	}
 	return callResult.buf, hostfns.OutOK
 }

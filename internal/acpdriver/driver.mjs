@@ -21,8 +21,11 @@ const agentCmd = args.slice(3);
 const input = JSON.parse(readFileSync(inputPath, "utf8"));
 
 // The agent starts in CWD, as the reference's snapshot harness starts it
-// in the scenario's workspace (relative hook files resolve there).
-const child = spawn(agentCmd[0], agentCmd.slice(1), { cwd, env: { ...process.env, PWD: cwd }, stdio: ["pipe", "pipe", "inherit"] });
+// in the scenario's workspace, unless DSH_ACP_START_DIR names another
+// directory: then it starts there, with PWD pointing there too, as an
+// editor starts an agent from wherever the editor itself runs.
+const startDir = process.env.DSH_ACP_START_DIR || cwd;
+const child = spawn(agentCmd[0], agentCmd.slice(1), { cwd: startDir, env: { ...process.env, PWD: startDir }, stdio: ["pipe", "pipe", "inherit"] });
 const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
 
 const transcript = [];

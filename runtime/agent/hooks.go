@@ -180,7 +180,7 @@ func (t *turnRun) submit(msgs []session.UserMessage) *ending {
 				return t.aborted()
 			}
 			err = fmt.Errorf("%w: %s: %w", ErrListener, events.EventPromptSubmit, err)
-			return &ending{reason: session.EndReason{Kind: session.EndError, Message: err.Error()}, err: err}
+			return &ending{reason: session.EndReason{Kind: session.EndError, Message: FailureMessage(err)}, err: err}
 		}
 		if got.Block != "" {
 			t.record(session.NewEvent(session.PromptBlocked{Content: m.Content, Source: m.Source, Reason: got.Block}))

@@ -91,7 +91,7 @@ func (t *turnRun) runCalls(ctx context.Context, facts *prompt.AgentFacts, step i
 
 func (t *turnRun) recordResult(step int, callID string, out toolOutcome, callSeq int64) {
 	r := session.ToolResult{Turn: t.turn, Step: step, CallID: callID,
-		Content: session.TextContent(out.Text), IsError: out.IsError, Error: out.err}
+		Content: session.TextContent(out.Text), IsError: out.IsError, Error: out.err, Meta: out.Meta}
 	t.record(session.NewEvent(r).WithSources(callSeq))
 }
 
@@ -165,8 +165,8 @@ func (t *turnRun) execute(ctx context.Context, facts *prompt.AgentFacts, step in
 			// an error result (tools/src/index.ts, a "block" decision).
 			out = toolOutcome{Result: tool.Result{Text: p.Block, IsError: true}, context: p.Context}
 		default:
-			if *p.Result != out.Result {
-				out = toolOutcome{Result: *p.Result}
+			if p.Result.Text != out.Text || p.Result.IsError != out.IsError {
+				out = toolOutcome{Result: tool.Result{Text: p.Result.Text, IsError: p.Result.IsError}}
 			}
 			out.context = p.Context
 		}
@@ -204,7 +204,11 @@ func (t *turnRun) invoke(ctx context.Context, facts *prompt.AgentFacts, name str
 		}
 		return errorResult(ToolErrorName, CodePluginFailure, "tool %q failed: %v", name, err)
 	}
-	return toolOutcome{Result: r}
+	out := toolOutcome{Result: r}
+	if r.IsError && r.Failure != nil {
+		out.err = &session.ToolError{Name: r.Failure.Name, Code: r.Failure.Code}
+	}
+	return out
 }
 
 // CanonicalArguments is the canonical form of a tool call's argument

@@ -108,7 +108,25 @@ func (t *turnRun) fail(n int, err error) *ending {
 	if t.ctx.Err() != nil {
 		return t.aborted()
 	}
-	return &ending{reason: session.EndReason{Kind: session.EndError, Step: n, Message: err.Error(), Code: errorCode(err)}, err: err}
+	return &ending{reason: session.EndReason{Kind: session.EndError, Step: n, Message: FailureMessage(err), Code: errorCode(err)}, err: err}
+}
+
+// FailureMessage is the message of a turn that failed with err, the one
+// turn/end.reason.message records and a front end shows ("turn failed: "
+// and it, in the ACP front end): the provider's own message when the
+// model's API refused or broke off the call, as the reference records it,
+// and err's text otherwise. The wrapped chain stays in TurnResult.Err, for
+// the log.
+func FailureMessage(err error) string {
+	var api *model.APIError
+	var fe *finishError
+	switch {
+	case errors.As(err, &api) && api.Message != "":
+		return api.Message
+	case errors.As(err, &fe) && fe.message != "":
+		return fe.message
+	}
+	return err.Error()
 }
 
 // aborted is the ending of a cancelled turn: disposed when the agent was

@@ -115,8 +115,8 @@ func TestSecretsStayOutOfWhatTheDeploymentShows(t *testing.T) {
 	if te := (*deploy.TurnError)(nil); !errors.As(err, &te) {
 		t.Fatalf("a failed turn returned %v, want a *deploy.TurnError", err)
 	}
-	if res.End.Kind != session.EndError || !strings.Contains(res.End.Message, "401") {
-		t.Fatalf("turn ended %+v, want an error with the 401", res.End)
+	if res.End.Kind != session.EndError || res.End.Code != "AUTH" || !strings.Contains(fmt.Sprint(res.Err), "401") {
+		t.Fatalf("turn ended %+v (%v), want an AUTH error with the 401", res.End, res.Err)
 	}
 	var followed bytes.Buffer
 	for e, ok := stream.TryNext(); ok; e, ok = stream.TryNext() {

@@ -41,10 +41,13 @@ func (e *TurnError) Error() string {
 	if e.End.Reason != "" {
 		msg += " (" + e.End.Reason + ")"
 	}
-	if e.End.Message != "" {
-		msg += ": " + e.End.Message
-	} else if e.Err != nil {
+	// The cause's whole chain when there is one (the recorded message
+	// is its last link only: the provider's own words for a model API
+	// error, see agent.FailureMessage), for logs and the command line.
+	if e.Err != nil {
 		msg += ": " + e.Err.Error()
+	} else if e.End.Message != "" {
+		msg += ": " + e.End.Message
 	}
 	return msg
 }

@@ -82,8 +82,16 @@ func (dshABI) callTool(ctx context.Context, in *instance, facts *prompt.AgentFac
 		return tool.Result{}, err
 	}
 	switch st {
-	case hostfns.OutOK, hostfns.OutError:
-		return tool.Result{Text: validText(out), IsError: st == hostfns.OutError}, nil
+	case hostfns.OutOK:
+		return tool.Result{Text: validText(out)}, nil
+	case hostfns.OutError:
+		return failed(validText(out), nil), nil
+	case hostfns.OutResult:
+		r, err := toolOutput(out)
+		if err != nil {
+			return tool.Result{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: err}
+		}
+		return r, nil
 	}
 	return tool.Result{}, &CallError{Plugin: p.name, Export: hostfns.ExportTool, Err: fmt.Errorf("%w: status %d is not valid for a tool", ErrBadOutput, st)}
 }

@@ -28,13 +28,13 @@ func TestCGuest(t *testing.T) {
 		{` { "text" : "` + strings.Repeat("x", 5000) + `" } `, strings.Repeat("x", 5000), false},
 		{`{"text":"tab\t quote\" back\\ \u00e9 \ud83d\ude00 lone \ud800 end"}`, "tab\t quote\" back\\ é 😀 lone \uFFFD end", false},
 		{`{"text":"é and more than eight bytes"}`, "é and more than eight bytes", false},
-		{`{"text":"x"`, "arguments: want ',' or '}' at byte 11", true},
-		{`{"other":1}`, "arguments: unknown member at byte 1", true},
-		{`{}`, "arguments: missing text at byte 2", true},
-		{`{"text":1}`, "arguments: text must be a string at byte 8", true},
-		{"{\"text\":\"ctl\x01\"}", "arguments: bad string at byte 12", true},
-		{`[]`, "arguments: want a JSON object at byte 0", true},
-		{`{"text":"x"} x`, "arguments: data after the object at byte 12", true},
+		{`{"text":"x"`, "Error: arguments: want ',' or '}' at byte 11", true},
+		{`{"other":1}`, "Error: arguments: unknown member at byte 1", true},
+		{`{}`, "Error: arguments: missing text at byte 2", true},
+		{`{"text":1}`, "Error: arguments: text must be a string at byte 8", true},
+		{"{\"text\":\"ctl\x01\"}", "Error: arguments: bad string at byte 12", true},
+		{`[]`, "Error: arguments: want a JSON object at byte 0", true},
+		{`{"text":"x"} x`, "Error: arguments: data after the object at byte 12", true},
 	} {
 		r, err := h.CallTool(context.Background(), a, "echo_c", []byte(c.args))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
@@ -158,13 +159,14 @@ func ExampleHost_CallTool() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("error: %v\n%s\n", r.IsError, r.Text)
+	// The result names the file by its absolute path.
+	fmt.Printf("error: %v\n%s\n", r.IsError, strings.ReplaceAll(r.Text, dir, "DIR"))
 
 	_, err = h.CallTool(ctx, agent, "no_such_tool", nil)
 	fmt.Println("no such tool:", errors.Is(err, plugin.ErrNoTool))
 	// Output:
 	// error: false
-	// <path>notes.txt</path>
+	// <path>DIR/notes.txt</path>
 	// <type>file</type>
 	// <content>
 	// 1: first

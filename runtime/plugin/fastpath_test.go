@@ -127,9 +127,9 @@ func TestArgsTools(t *testing.T) {
 		{``, "s: error: argument \"s\": missing argument\nn: error: argument \"n\": missing argument\n" +
 			"f: error: argument \"f\": missing argument\nb: error: argument \"b\": missing argument\n" +
 			"missing: error: argument \"missing\": missing argument\n", false},
-		{`{"s":"x",}`, "the tool's arguments are not a JSON object: invalid JSON at byte 9: unexpected '}' looking for the beginning of an object key string", true},
-		{`"fail"`, "the tool's arguments are not a JSON object: invalid JSON at byte 0: want a JSON object, found string", true},
-		{`{"s":"fail"}`, "args_probe failed on purpose", true},
+		{`{"s":"x",}`, "Error: the tool's arguments are not a JSON object: invalid JSON at byte 9: unexpected '}' looking for the beginning of an object key string", true},
+		{`"fail"`, "Error: the tool's arguments are not a JSON object: invalid JSON at byte 0: want a JSON object, found string", true},
+		{`{"s":"fail"}`, "Error: args_probe failed on purpose", true},
 	} {
 		r, err := h.CallTool(bg, a, "args_probe", []byte(c.args))
 		if err != nil {

@@ -285,7 +285,7 @@ func TestToolFailuresBecomeResults(t *testing.T) {
 	}
 	a := agent("a", "m")
 	h.CallTool(bg, a, "counter", nil)
-	if r, err := h.CallTool(bg, a, "fail", nil); err != nil || !r.IsError || r.Text != "the tool failed on purpose" {
+	if r, err := h.CallTool(bg, a, "fail", nil); err != nil || !r.IsError || r.Text != "Error: the tool failed on purpose" {
 		t.Fatalf("fail: %+v %v", r, err)
 	}
 	if r, err := h.CallTool(bg, a, "echo", []byte(`{"text":`)); err != nil || !r.IsError || !strings.Contains(r.Text, "bad arguments") {

@@ -573,7 +573,9 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		if !ok {
 			return fail(fmt.Errorf("%w: output at %#x+%d is outside guest memory (%d bytes)", ErrBadOutput, optr, n, in.mem.Size()))
 		}
-		if s := hostfns.OutStatus(b[0]); s > hostfns.OutNoValue {
+		// OutResult is dsh_tool's alone; any other export that returns it
+		// is refused here, as an unknown status.
+		if s := hostfns.OutStatus(b[0]); s > hostfns.OutNoValue && !(s == hostfns.OutResult && export == hostfns.ExportTool) {
 			return fail(fmt.Errorf("%w: unknown output status %d", ErrBadOutput, s))
 		}
 		st, out = hostfns.OutStatus(b[0]), append([]byte(nil), b[1:]...)

@@ -2,12 +2,15 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
@@ -36,6 +39,56 @@ func (h *Host) CallTool(ctx context.Context, facts *prompt.AgentFacts, name stri
 		}
 		return res, err
 	}
+}
+
+// failed is the result of a tool that failed with msg: "Error: " and the
+// message, as the reference words a tool's failure for the model.
+func failed(msg string, id *tool.Failure) tool.Result {
+	return tool.Result{Text: "Error: " + msg, IsError: true, Failure: id}
+}
+
+// toolOutput reads an OutResult payload (a hostfns.ToolOutput), refusing
+// what breaks its rules with an error naming the rule.
+func toolOutput(out []byte) (tool.Result, error) {
+	var o hostfns.ToolOutput
+	if err := json.Unmarshal(out, &o); err != nil {
+		return tool.Result{}, fmt.Errorf("%w: the tool's result is not a ToolOutput JSON object: %v", ErrBadOutput, err)
+	}
+	if o.Meta != nil {
+		var obj jsonobj.Obj
+		switch {
+		case len(o.Meta) > hostfns.MaxToolMeta:
+			return tool.Result{}, fmt.Errorf("%w: the tool's result meta is %d bytes, over the %d allowed", ErrBadOutput, len(o.Meta), hostfns.MaxToolMeta)
+		case obj.Parse(o.Meta) != nil:
+			return tool.Result{}, fmt.Errorf("%w: the tool's result meta is not a JSON object", ErrBadOutput)
+		}
+	}
+	if o.Error != nil {
+		for _, f := range [][2]string{{"name", o.Error.Name}, {"code", o.Error.Code}} {
+			if !identifier(f[1]) {
+				return tool.Result{}, fmt.Errorf("%w: the tool's error %s %q is not 1 to %d ASCII letters, digits and underscores", ErrBadOutput, f[0], f[1], hostfns.MaxToolErrorField)
+			}
+		}
+		r := failed(o.Text, &tool.Failure{Name: o.Error.Name, Code: o.Error.Code})
+		r.Meta = o.Meta
+		return r, nil
+	}
+	return tool.Result{Text: o.Text, Meta: o.Meta}, nil
+}
+
+// identifier reports whether s is 1 to hostfns.MaxToolErrorField ASCII
+// letters, digits and underscores.
+func identifier(s string) bool {
+	if s == "" || len(s) > hostfns.MaxToolErrorField {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // validText turns a guest's output, a fresh copy nobody else holds, into

@@ -11,10 +11,27 @@
 // nothing of this module.
 package tool
 
+import "encoding/json"
+
 // Result is what a tool call gives back to the model. A tool's own
 // failure is a Result with IsError set; the model reads Text either way.
 // The JSON form is the one hooks see on tools/post-execute.
+//
+// Meta and Failure are for programs, not the model, and hooks do not see
+// them: Meta is the tool's data for displays (a JSON object: an edit's
+// diffs, say), recorded with the result; Failure identifies an error
+// result's failure. A listener that changes the text or the error flag
+// drops them with the result they described.
 type Result struct {
-	Text    string `json:"text"`
-	IsError bool   `json:"isError"`
+	Text    string          `json:"text"`
+	IsError bool            `json:"isError"`
+	Meta    json.RawMessage `json:"-"`
+	Failure *Failure        `json:"-"`
+}
+
+// Failure identifies a tool's failure: its family (Name, "FsError") and
+// what failed (Code, "FS_NOT_OBSERVED").
+type Failure struct {
+	Name string
+	Code string
 }

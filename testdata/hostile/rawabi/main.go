@@ -51,7 +51,8 @@ func alloc(size int32) uint32 {
 	return addr(inBuf)
 }
 
-var tools = []string{"raw_ok", "raw_oob", "raw_huge", "raw_status", "raw_novalue", "raw_badalloc", "raw_zeroalloc"}
+var tools = []string{"raw_ok", "raw_oob", "raw_huge", "raw_status", "raw_novalue", "raw_badalloc", "raw_zeroalloc",
+	"raw_result", "raw_result_notjson", "raw_result_meta_array", "raw_result_meta_huge", "raw_result_bad_code", "raw_result_long_name"}
 
 //go:wasmexport dsh_init
 func dshInit(ptr, n uint32) uint64 {
@@ -65,8 +66,16 @@ func dshInit(ptr, n uint32) uint64 {
 	return 0
 }
 
+// dsh_setup answers with OutResult, dsh_tool's status, when
+// HOSTILE_SETUP_RESULT is set.
+//
 //go:wasmexport dsh_setup
-func dshSetup(ptr, n uint32) uint64 { return 0 }
+func dshSetup(ptr, n uint32) uint64 {
+	if os.Getenv("HOSTILE_SETUP_RESULT") != "" {
+		return respond(hostfns.OutResult, `{"text":"set up?"}`)
+	}
+	return 0
+}
 
 func respond(st hostfns.OutStatus, msg string) uint64 {
 	out = append([]byte{byte(st)}, msg...)
@@ -98,6 +107,28 @@ func dshTool(ptr, n uint32) uint64 {
 		return respond(hostfns.OutStatus(7), "status seven")
 	case "raw_novalue":
 		return respond(hostfns.OutNoValue, "")
+	// OutResult, well formed and not.
+	case "raw_result":
+		return respond(hostfns.OutResult, `{"text":"failed here","meta":{"k":[1,2]},"error":{"name":"RawError","code":"RAW_1"}}`)
+	case "raw_result_notjson":
+		return respond(hostfns.OutResult, `{"text":"x"`)
+	case "raw_result_meta_array":
+		return respond(hostfns.OutResult, `{"text":"x","meta":[1,2,3]}`)
+	case "raw_result_meta_huge":
+		big := make([]byte, 0, hostfns.MaxToolMeta+64)
+		big = append(big, `{"text":"x","meta":{"k":"`...)
+		for len(big) < hostfns.MaxToolMeta+32 {
+			big = append(big, 'a')
+		}
+		return respond(hostfns.OutResult, string(append(big, `"}}`...)))
+	case "raw_result_bad_code":
+		return respond(hostfns.OutResult, `{"text":"x","error":{"name":"FsError","code":"FS NOT\nOBSERVED"}}`)
+	case "raw_result_long_name":
+		long := make([]byte, hostfns.MaxToolErrorField+1)
+		for i := range long {
+			long[i] = 'E'
+		}
+		return respond(hostfns.OutResult, `{"text":"x","error":{"name":"`+string(long)+`","code":"C"}}`)
 	case "raw_badalloc":
 		p := uint32(0xfffffff0)
 		allocLie = &p
