@@ -56,7 +56,7 @@ func TestStoppedCallHostCallsCanceled(t *testing.T) {
 		}
 	}
 	worked := false
-	fn := p.wrapHost(f, func(*instance, *callState, []byte) ([]byte, hostfns.Status, string) {
+	fn := p.wrapHost(f, func(dsh.Host, []byte) ([]byte, hostfns.Status, string) {
 		worked = true
 		return nil, 0, ""
 	})

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
@@ -53,8 +53,7 @@ type instance struct {
 	// Valid while a call is in progress (sem held).
 	cur     *callState
 	pending []byte      // an oversized host-function result awaiting take
-	req     jsonobj.Obj // host functions' parsed request, reused
-	scratch []byte
+	scratch dsh.Scratch // host functions' parse state, reused
 
 	ctxJSON atomic.Pointer[ctxCache]
 	sleep   *budget.Sleeper

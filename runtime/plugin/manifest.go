@@ -272,9 +272,11 @@ func (in *instance) replayCall(cs *callState, c lazy.Call) (hostfns.Status, []by
 }
 
 // replay serves one recorded request as serve would have, without guest
-// memory.
+// memory. The host functions see cs as the call in progress.
 func (in *instance) replay(f hostfns.Func, cs *callState, req []byte) (st hostfns.Status, payload []byte) {
+	in.cur = cs
 	defer func() {
+		in.cur = nil
 		if r := recover(); r != nil {
 			in.p.log.Error("host function panicked", "func", f.Name, "panic", r)
 			st, payload = hostfns.ErrInternal, []byte(fmt.Sprintf("%s: internal error", f.Name))
@@ -283,12 +285,12 @@ func (in *instance) replay(f hostfns.Func, cs *callState, req []byte) (st hostfn
 	if st, payload := in.admit(f, cs, uint32(len(req))); st != hostfns.StatusOK {
 		return st, payload
 	}
-	return in.handle(f, hostImpls[f.Name], cs, req)
+	return in.handle(f, dsh.Impls[f.Name], cs, req)
 }
 
 func hostFunc(name string) (hostfns.Func, bool) {
 	i := slices.IndexFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name })
-	if i < 0 || hostImpls[name] == nil {
+	if i < 0 || dsh.Impls[name] == nil {
 		return hostfns.Func{}, false
 	}
 	return hostfns.Funcs[i], true

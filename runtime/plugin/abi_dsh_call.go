@@ -10,16 +10,10 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// hostImpl implements one host function: it gets the validated request
-// bytes and returns a response payload, or an error status and message.
-// req is a view of guest memory, valid only until the function returns:
-// an implementation that keeps any of it copies it (decode does).
-type hostImpl func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string)
-
 // instantiateHostModule provides dsh:host/v1 in the plugin's runtime.
 func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 	return dsh.Instantiate(ctx, p.rt, func(f hostfns.Func) (api.GoModuleFunc, error) {
-		impl := hostImpls[f.Name]
+		impl := dsh.Impls[f.Name]
 		if impl == nil {
 			return nil, fmt.Errorf("host function %s has no implementation", f.Name)
 		}
@@ -33,46 +27,6 @@ func (p *Plugin) requestLimit(fn string) (uint32, string) {
 	return dsh.RequestLimit(fn, p.limits.PromptBytes)
 }
 
-// hostImpls is the table of dsh:host/v1: each ABI function's name and its
-// implementation. The implementations live one file per group, as
-// hostfunc_<group>.go: log, capabilities, register (sections, variables,
-// tools), event, state, env, exec, http, session (session events) and
-// subagent. This file holds the table and what every function shares:
-// the calling convention (wrapHost, serve, deliver, take) and the host
-// byte budget. Package internal/abi/dsh holds the module's shape, the
-// request limits and strict decoding.
-//
-// It is filled in init: instantiating the host module reads it, and the
-// implementations reach instantiation again (a lazy plugin compiles its
-// module when an event first needs an instance).
-var hostImpls map[string]hostImpl
-
-func init() {
-	hostImpls = map[string]hostImpl{
-		hostfns.FnLog:                hostLog,
-		hostfns.FnSectionRegister:    hostSectionRegister,
-		hostfns.FnSectionUnregister:  hostUnregister("section"),
-		hostfns.FnVariableRegister:   hostVariableRegister,
-		hostfns.FnVariableUnregister: hostUnregister("variable"),
-		hostfns.FnToolRegister:       hostToolRegister,
-		hostfns.FnToolUnregister:     hostUnregister("tool"),
-		hostfns.FnEventSubscribe:     hostEventSubscribe,
-		hostfns.FnEventEmit:          hostEventEmit,
-		hostfns.FnCapabilities:       hostCapabilities,
-		hostfns.FnStateGet:           hostStateGet,
-		hostfns.FnStateSet:           hostStateSet,
-		hostfns.FnEnvGet:             hostEnvGet,
-		hostfns.FnExecRun:            hostExecRun,
-		hostfns.FnExecStart:          hostExecStart,
-		hostfns.FnExecPoll:           hostExecTask(false),
-		hostfns.FnExecKill:           hostExecTask(true),
-		hostfns.FnHTTPRequest:        hostHTTPRequest,
-		hostfns.FnSessionEventAppend: hostSessionEventAppend,
-		hostfns.FnSubagentProviders:  hostSubagentProviders,
-		hostfns.FnSubagentRun:        hostSubagentRun,
-	}
-}
-
 // wrapHost adapts impl to the calling convention. It validates the
 // pointers, the size and the UTF-8 of the request, charges the call's
 // host byte budget, and delivers the result. The compute budget keeps
@@ -81,7 +35,7 @@ func init() {
 // cap, its caller, or the host) gets ErrCanceled from every later host
 // call, before any work. It never panics: a panic in impl is recovered
 // and reported to the guest as ErrInternal.
-func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
+func (p *Plugin) wrapHost(f hostfns.Func, impl dsh.Impl) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := p.instanceOf(mod)
 		if in == nil || in.cur == nil {
@@ -118,7 +72,7 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl hostImpl) api.GoModuleFunc {
 	}
 }
 
-func (in *instance) serve(f hostfns.Func, impl hostImpl, cs *callState, inPtr, inLen, outPtr, outCap uint32) (st hostfns.Status, payload []byte) {
+func (in *instance) serve(f hostfns.Func, impl dsh.Impl, cs *callState, inPtr, inLen, outPtr, outCap uint32) (st hostfns.Status, payload []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			in.p.log.Error("host function panicked", "func", f.Name, "panic", r)
@@ -157,14 +111,14 @@ func (in *instance) admit(f hostfns.Func, cs *callState, inLen uint32) (hostfns.
 // handle checks an admitted request's encoding and phase, runs impl, and
 // charges the response. A recorded dsh_init is replayed through it too
 // (manifest.go), so a replay answers as the live call would.
-func (in *instance) handle(f hostfns.Func, impl hostImpl, cs *callState, req []byte) (hostfns.Status, []byte) {
+func (in *instance) handle(f hostfns.Func, impl dsh.Impl, cs *callState, req []byte) (hostfns.Status, []byte) {
 	if !utf8.Valid(req) {
 		return hostfns.ErrBadUTF8, []byte(f.Name + ": request is not valid UTF-8")
 	}
 	if f.Phase == hostfns.LoadInstance && (!in.loadTime || cs.setup) {
 		return hostfns.ErrDenied, []byte(f.Name + ": only the load-time instance may do this (dsh_init, or an event that belongs to no agent); this call is in a per-agent instance or dsh_setup")
 	}
-	resp, st, msg := impl(in, cs, req)
+	resp, st, msg := impl((*dshHost)(in), req)
 	if st != hostfns.StatusOK {
 		return st, []byte(f.Name + ": " + msg)
 	}
