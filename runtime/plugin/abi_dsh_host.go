@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
+	"github.com/tetratelabs/wazero/api"
 )
 
 // dshHost is an instance seen by the dsh:host/v1 implementations
@@ -34,8 +35,10 @@ func (h *dshHost) in() *instance { return (*instance)(h) }
 
 func (h *dshHost) Context() context.Context { return h.cur.ctx }
 func (h *dshHost) Call() dsh.Call {
-	return dsh.Call{Init: h.cur.init, Setup: h.cur.setup, Export: h.cur.export}
+	return dsh.Call{Init: h.cur.init, Setup: h.cur.setup, Export: h.cur.export, LoadTime: h.loadTime}
 }
+func (h *dshHost) Memory() api.Memory           { return h.mem }
+func (h *dshHost) ChargeHost(n int64) bool      { return h.cur.chargeHost(h.p, n) }
 func (h *dshHost) Facts() *prompt.AgentFacts    { return h.cur.facts }
 func (h *dshHost) Scope() string                { return stateScope(h.cur) }
 func (h *dshHost) Stopped() error               { return h.cur.guard.Stopped() }

@@ -52,8 +52,7 @@ type instance struct {
 	stack     []uint64
 	// Valid while a call is in progress (sem held).
 	cur     *callState
-	pending []byte      // an oversized host-function result awaiting take
-	scratch dsh.Scratch // host functions' parse state, reused
+	scratch dsh.Scratch // host functions' parse state and a result awaiting take
 
 	ctxJSON atomic.Pointer[ctxCache]
 	sleep   *budget.Sleeper
@@ -528,8 +527,8 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		held = func(err error) { cs.held(st, out, err) }
 	}
 	err = in.call(ctx, cs, export, timeout, held, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
-		in.pending = nil
-		defer func() { in.pending = nil }()
+		in.scratch.Pending = nil
+		defer func() { in.scratch.Pending = nil }()
 		size := len(parts) - 1
 		for _, b := range parts {
 			size += len(b)

@@ -271,23 +271,6 @@ func (in *instance) replayCall(cs *callState, c lazy.Call) (hostfns.Status, []by
 	return st, payload, st == c.Status && bytes.Equal(payload, c.Resp)
 }
 
-// replay serves one recorded request as serve would have, without guest
-// memory. The host functions see cs as the call in progress.
-func (in *instance) replay(f hostfns.Func, cs *callState, req []byte) (st hostfns.Status, payload []byte) {
-	in.cur = cs
-	defer func() {
-		in.cur = nil
-		if r := recover(); r != nil {
-			in.p.log.Error("host function panicked", "func", f.Name, "panic", r)
-			st, payload = hostfns.ErrInternal, []byte(fmt.Sprintf("%s: internal error", f.Name))
-		}
-	}()
-	if st, payload := in.admit(f, cs, uint32(len(req))); st != hostfns.StatusOK {
-		return st, payload
-	}
-	return in.handle(f, dsh.Impls[f.Name], cs, req)
-}
-
 func hostFunc(name string) (hostfns.Func, bool) {
 	i := slices.IndexFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name })
 	if i < 0 || dsh.Impls[name] == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
+	"github.com/tetratelabs/wazero/api"
 )
 
 // Host is what the implementations of dsh:host/v1 need of the plugin
@@ -44,8 +45,15 @@ type Host interface {
 	// StartSubagentRun counts a child the call starts; false when the
 	// call already started max.
 	StartSubagentRun(max int) bool
-	// Scratch is the instance's reusable parse state.
+	// Scratch is the instance's reusable parse state and its result
+	// awaiting take.
 	Scratch() *Scratch
+	// Memory is the calling instance's guest memory.
+	Memory() api.Memory
+	// ChargeHost counts n bytes of host work against the call's host byte
+	// budget (Limits().HostBytes); false when it would pass it, and
+	// nothing is charged then.
+	ChargeHost(n int64) bool
 
 	// The plugin.
 
@@ -121,6 +129,8 @@ type Call struct {
 	Init   bool   // in dsh_init
 	Setup  bool   // in dsh_setup
 	Export string // the export called
+	// LoadTime: the instance is the plugin's load-time instance.
+	LoadTime bool
 }
 
 // Limits are the limits the host functions enforce, in the host's units.
@@ -131,10 +141,13 @@ type Limits struct {
 	PromptBytes      int64
 }
 
-// Scratch is an instance's reusable state for parsing requests.
+// Scratch is an instance's reusable state for parsing requests, and the
+// result of its last host call when it did not fit the out buffer.
 type Scratch struct {
 	Req jsonobj.Obj
 	Buf []byte
+	// Pending is a result awaiting take; it is gone at the next host call.
+	Pending []byte
 }
 
 // DeniedError is a refusal by the host (an event whose handlers would
