@@ -60,12 +60,12 @@ func (p *Plugin) wrapHost(f hostfns.Func, impl dsh.Impl) api.GoModuleFunc {
 		if cs.replay != nil {
 			// A new load-time instance re-running the first one's history:
 			// answered from the record, nothing done again (manifest.go).
-			st, payload, answered = cs.replay.answer(in, f.Name, inPtr, inLen)
+			st, payload, answered = cs.replay.Answer(in.mem, f.Name, inPtr, inLen)
 		}
 		if !answered {
 			st, payload = dsh.Serve(h, f, impl, inPtr, inLen, outPtr, outCap)
 			if cs.rec != nil {
-				cs.rec.note(in, f.Name, inPtr, inLen, st, payload)
+				cs.rec.Note(in.mem, f.Name, inPtr, inLen, st, payload)
 			}
 		}
 		stack[0] = dsh.Deliver(h, st, payload, outPtr, outCap)

@@ -90,12 +90,12 @@ func (in *instance) leaveMem() {
 type callState struct {
 	ctx    context.Context // the caller's context, carrying the agent
 	guard  *budget.Guard
-	tx     *prompt.Tx // set during dsh_init: registrations join it
-	init   bool       // in dsh_init
-	setup  bool       // in dsh_setup
-	scoped bool       // dsh_setup called a host function that is not dsh.SetupNeutral
-	rec    *recorder  // set during a dsh_init whose host calls are recorded (manifest.go)
-	replay *replayer  // set during a dsh_init answered from such a record
+	tx     *prompt.Tx     // set during dsh_init: registrations join it
+	init   bool           // in dsh_init
+	setup  bool           // in dsh_setup
+	scoped bool           // dsh_setup called a host function that is not dsh.SetupNeutral
+	rec    *lazy.Recorder // set during a dsh_init whose host calls are recorded (manifest.go)
+	replay *lazy.Replayer // set during a dsh_init answered from such a record
 	// held, when set, is called with the call's outcome while the instance
 	// is still held: what must happen in the order the guest ran its calls.
 	held   func(st hostfns.OutStatus, out []byte, err error)
