@@ -42,7 +42,7 @@ func (dshABI) instantiate(ctx context.Context, p *Plugin, loadTime bool, facts *
 // init runs dsh_init in the load-time instance in, recording its host
 // calls for a later lazy load when it can be.
 func (dshABI) init(ctx context.Context, p *Plugin, tx *prompt.Tx, inst *instance) error {
-	rec := &recorder{}
+	rec := &lazy.Recorder{}
 	cs := &callState{tx: tx, init: true, rec: rec}
 	start := time.Now()
 	st, out, err := inst.invoke(ctx, cs, hostfns.ExportInit, p.limits.InitTimeout, p.config)
@@ -58,9 +58,9 @@ func (dshABI) init(ctx context.Context, p *Plugin, tx *prompt.Tx, inst *instance
 			return err
 		}
 	}
-	if rec.why == "" && !wasiEffects(inst) {
+	if rec.Why == "" && !wasiEffects(inst) {
 		p.mu.Lock()
-		p.history = &lazy.History{Init: rec.calls, Bytes: rec.bytes}
+		p.history = &lazy.History{Init: rec.Calls, Bytes: rec.Bytes}
 		p.mu.Unlock()
 	}
 	if p.key != "" {

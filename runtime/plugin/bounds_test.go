@@ -56,15 +56,15 @@ func TestStoppedCallHostCallsCanceled(t *testing.T) {
 		}
 	}
 	worked := false
-	fn := p.wrapHost(f, func(*instance, *callState, []byte) ([]byte, hostfns.Status, string) {
+	fn := p.wrapHost(f, func(dsh.Host, []byte) ([]byte, hostfns.Status, string) {
 		worked = true
 		return nil, 0, ""
 	})
 	stack := []uint64{0, 10, 0, 0}
 	fn(context.Background(), mod, stack)
 	st, n := hostfns.Unpack(stack[0])
-	if st != hostfns.ErrCanceled || worked || !strings.Contains(string(in.pending), "the agent ended") || int(n) != len(in.pending) {
-		t.Fatalf("status %v, worked %v, message %q", st, worked, in.pending)
+	if st != hostfns.ErrCanceled || worked || !strings.Contains(string(in.scratch.Pending), "the agent ended") || int(n) != len(in.scratch.Pending) {
+		t.Fatalf("status %v, worked %v, message %q", st, worked, in.scratch.Pending)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/extism"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/tetratelabs/wazero"
@@ -286,7 +287,7 @@ func (p *Plugin) extismInit(ctx context.Context, tx *prompt.Tx, in *instance) er
 
 func (p *Plugin) addTools(cs *callState, tools []extism.Tool) error {
 	for _, t := range tools {
-		pt := toolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+		pt := dsh.ToolOf(hostfns.ToolRequest{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 		if _, st, msg := p.contrib.register(cs, toolReg(pt)); st != 0 {
 			if st == hostfns.ErrRule && strings.Contains(msg, "duplicate") {
 				msg += " (tool names are global, and a community plugin's tools keep the names it gives them: load only one of the plugins that have it)"

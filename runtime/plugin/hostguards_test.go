@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"log/slog"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func TestStateIsScopedToPluginAndSession(t *testing.T) {
 // The per-(plugin, session) quota is counted per plugin and per session.
 func TestStateQuotaIsPerPluginAndSession(t *testing.T) {
 	m := pluginstate.NewMemory()
-	val := json.RawMessage(`"` + strings.Repeat("v", maxStateValue-2) + `"`)
+	val := json.RawMessage(`"` + strings.Repeat("v", dsh.MaxStateValue-2) + `"`)
 	n := 0
 	for ; n < 100; n++ {
 		if err := m.Set("a", "s", string(rune('a'+n)), val); err != nil {
@@ -93,8 +94,8 @@ func TestStateQuotaIsPerPluginAndSession(t *testing.T) {
 			break
 		}
 	}
-	if n != pluginstate.MaxBytes/(maxStateValue+1) {
-		t.Fatalf("%d values of 1 MiB fitted, want %d", n, pluginstate.MaxBytes/(maxStateValue+1))
+	if n != pluginstate.MaxBytes/(dsh.MaxStateValue+1) {
+		t.Fatalf("%d values of 1 MiB fitted, want %d", n, pluginstate.MaxBytes/(dsh.MaxStateValue+1))
 	}
 	if err := m.Set("b", "s", "k", val); err != nil {
 		t.Fatalf("another plugin in the same session: %v", err)

@@ -3,34 +3,7 @@ package plugin
 import (
 	"fmt"
 	"testing"
-
-	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 )
-
-// BenchmarkLogRequest reads the log request hostfns/guest.Log writes, as
-// hostLog does before it asks the logger: "plain" is the reader for the
-// SDKs' shape, "parser" the general one every other request goes through.
-func BenchmarkLogRequest(b *testing.B) {
-	req := []byte(`{"level":"debug","message":"echo"}`)
-	b.Run("plain", func(b *testing.B) {
-		for b.Loop() {
-			if _, _, ok := readPlainLogRequest(req); !ok {
-				b.Fatal("the SDK's request is not plain")
-			}
-		}
-	})
-	b.Run("parser", func(b *testing.B) {
-		var o jsonobj.Obj
-		var level []byte
-		for b.Loop() {
-			lv, _, err := readLogRequest(&o, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			level, _ = lv.AppendText(level[:0])
-		}
-	})
-}
 
 // BenchmarkToolOwner resolves a tool among eight loaded plugins, each with
 // a few registrations, the tool's in one of them: through the index

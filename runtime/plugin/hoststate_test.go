@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -144,7 +145,7 @@ grants:
 	}
 	mounts := []fsjail.Mount{{HostPath: home, GuestPath: home}}
 	holding := func(p string) string { return h.hostState.holding(p, home) }
-	target, st, msg := spillTargetFor(real, mounts, holding)
+	target, st, msg := dsh.SpillTargetFor(real, mounts, holding)
 	if st != 0 {
 		t.Fatalf("spillTargetFor: %v %s", st, msg)
 	}
@@ -152,10 +153,10 @@ grants:
 	if err := os.Symlink("sessions", real); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := newSpillWriters(target, 4)
+	out, _ := dsh.NewSpillWriters(target, 4)
 	out.Write([]byte("{\"type\":\"user/message\"} forged\n"))
-	if out.failed == nil || !strings.Contains(out.failed.Error(), "host's own state") {
-		t.Errorf("a spill after the swap: failed %v", out.failed)
+	if out.Failed() == nil || !strings.Contains(out.Failed().Error(), "host's own state") {
+		t.Errorf("a spill after the swap: failed %v", out.Failed())
 	}
 	ents, _ := os.ReadDir(sessions)
 	if len(ents) != 0 {

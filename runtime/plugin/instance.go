@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
@@ -52,9 +52,7 @@ type instance struct {
 	stack     []uint64
 	// Valid while a call is in progress (sem held).
 	cur     *callState
-	pending []byte      // an oversized host-function result awaiting take
-	req     jsonobj.Obj // host functions' parsed request, reused
-	scratch []byte
+	scratch dsh.Scratch // host functions' parse state and a result awaiting take
 
 	ctxJSON atomic.Pointer[ctxCache]
 	sleep   *budget.Sleeper
@@ -92,12 +90,12 @@ func (in *instance) leaveMem() {
 type callState struct {
 	ctx    context.Context // the caller's context, carrying the agent
 	guard  *budget.Guard
-	tx     *prompt.Tx // set during dsh_init: registrations join it
-	init   bool       // in dsh_init
-	setup  bool       // in dsh_setup
-	scoped bool       // dsh_setup called a host function that is not dsh.SetupNeutral
-	rec    *recorder  // set during a dsh_init whose host calls are recorded (manifest.go)
-	replay *replayer  // set during a dsh_init answered from such a record
+	tx     *prompt.Tx     // set during dsh_init: registrations join it
+	init   bool           // in dsh_init
+	setup  bool           // in dsh_setup
+	scoped bool           // dsh_setup called a host function that is not dsh.SetupNeutral
+	rec    *lazy.Recorder // set during a dsh_init whose host calls are recorded (manifest.go)
+	replay *lazy.Replayer // set during a dsh_init answered from such a record
 	// held, when set, is called with the call's outcome while the instance
 	// is still held: what must happen in the order the guest ran its calls.
 	held   func(st hostfns.OutStatus, out []byte, err error)
@@ -529,8 +527,8 @@ func (in *instance) invoke(ctx context.Context, cs *callState, export string, ti
 		held = func(err error) { cs.held(st, out, err) }
 	}
 	err = in.call(ctx, cs, export, timeout, held, func(callCtx context.Context, fn api.Function, fail func(error) error) error {
-		in.pending = nil
-		defer func() { in.pending = nil }()
+		in.scratch.Pending = nil
+		defer func() { in.scratch.Pending = nil }()
 		size := len(parts) - 1
 		for _, b := range parts {
 			size += len(b)

@@ -41,7 +41,7 @@ import (
 // instead of turning megabytes of cached machine code back into a module.
 //
 // What is recorded for a manifest: a dsh_init that called only the host
-// functions of replayable (logging, registrations, needs, subscriptions,
+// functions of lazy.Replayable (logging, registrations, needs, subscriptions,
 // and reads that change nothing), each of whose answers a replay asks for
 // again; that did not touch its fs jail (not even a listing); and that
 // wrote nothing to stdout or stderr. The key holds the module's digest,
@@ -68,60 +68,8 @@ import (
 // answered. A manifest is written only after a load that committed, so a
 // plugin whose init fails never gets one, and fails at every load.
 
-// maxRepeatCheck is the longest dsh_init, or agentless event, that is
-// run a second time to see whether it repeats (repeats): a slower one is
-// not recorded, so that recording never costs much more than the load,
-// or an event's emitter much more than the event.
-const maxRepeatCheck = time.Second
-
-// replayable are the host functions a recorded dsh_init may call: the
-// dsh.SetupNeutral ones, and reads that change nothing, whose answers a
-// replay asks for again and compares (the subagent providers the host
-// offers, a granted environment variable).
-var replayable = func() map[string]bool {
-	m := maps.Clone(dsh.SetupNeutral)
-	m[hostfns.FnSubagentProviders] = true
-	m[hostfns.FnEnvGet] = true
-	return m
-}()
-
 // errReplayDiverged: a recorded host call was answered differently now.
-var errReplayDiverged = errors.New("the recorded history no longer replays")
-
-// recorder collects a dsh_init's host calls. why, once set, says why the
-// init cannot be replayed; it is written only from the init's goroutine.
-type recorder struct {
-	calls []lazy.Call
-	bytes int
-	why   string
-}
-
-func (r *recorder) note(in *instance, fn string, inPtr, inLen uint32, st hostfns.Status, payload []byte) {
-	if r.why != "" {
-		return
-	}
-	if !replayable[fn] {
-		r.why = "it called " + fn
-		return
-	}
-	if st == hostfns.ErrBadPointer {
-		// Refused for where its buffers lie, which a replay (no guest
-		// memory) cannot check: it would be served instead.
-		r.why = "it gave " + fn + " a bad pointer"
-		return
-	}
-	req, ok := in.mem.Read(inPtr, inLen)
-	if !ok {
-		r.why = "a request outside guest memory"
-		return
-	}
-	if r.bytes += lazy.CallBytes(fn, len(req), len(payload)); r.bytes > lazy.MaxRecorded {
-		r.why = "its requests are too large to record"
-		r.calls = nil
-		return
-	}
-	r.calls = append(r.calls, lazy.Call{Fn: fn, Req: bytes.Clone(req), Status: st, Resp: bytes.Clone(payload)})
-}
+var errReplayDiverged = lazy.ErrDiverged
 
 // repeats re-runs h in a fresh load-time instance (from the module's
 // initialiser, not an image) whose wall clock is lazy.ClockShift ahead and
@@ -223,20 +171,20 @@ func (c *Cache) dropManifest(key string) {
 
 // recordedManifest is the manifest of the init rec recorded, or nil with
 // the reason it cannot be replayed.
-func (p *Plugin) recordedManifest(ctx context.Context, rec *recorder, load *instance, took time.Duration) (*lazy.Manifest, string) {
+func (p *Plugin) recordedManifest(ctx context.Context, rec *lazy.Recorder, load *instance, took time.Duration) (*lazy.Manifest, string) {
 	switch {
-	case rec.why != "":
-		return nil, rec.why
-	case rec.bytes > lazy.MaxManifest:
+	case rec.Why != "":
+		return nil, rec.Why
+	case rec.Bytes > lazy.MaxManifest:
 		return nil, "its host calls are too large to record"
 	case wasiEffects(load):
 		return nil, "it used its files or printed"
-	case took > maxRepeatCheck:
+	case took > lazy.MaxRepeatCheck:
 		return nil, "it took too long to run again as a check"
-	case !p.repeats(ctx, &lazy.History{Init: rec.calls}):
+	case !p.repeats(ctx, &lazy.History{Init: rec.Calls}):
 		return nil, "run again with another clock and other random bytes, it asks the host for other things"
 	}
-	return &lazy.Manifest{Version: lazy.Version, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.calls, Bytes: rec.bytes}, ""
+	return &lazy.Manifest{Version: lazy.Version, Key: p.key, Exports: slices.Sorted(maps.Keys(p.exports)), Calls: rec.Calls, Bytes: rec.Bytes}, ""
 }
 
 // replayInit registers what the manifest's dsh_init registered, as that
@@ -270,31 +218,16 @@ func (p *Plugin) replayInit(ctx context.Context, tx *prompt.Tx) error {
 // answered as recorded.
 func (in *instance) replayCall(cs *callState, c lazy.Call) (hostfns.Status, []byte, bool) {
 	f, ok := hostFunc(c.Fn)
-	if !ok || !replayable[c.Fn] {
+	if !ok || !lazy.Replayable[c.Fn] {
 		return hostfns.ErrNotFound, []byte(c.Fn + ": not a host function a record may hold"), false
 	}
 	st, payload := in.replay(f, cs, c.Req)
 	return st, payload, c.Answers(st, payload)
 }
 
-// replay serves one recorded request as serve would have, without guest
-// memory.
-func (in *instance) replay(f hostfns.Func, cs *callState, req []byte) (st hostfns.Status, payload []byte) {
-	defer func() {
-		if r := recover(); r != nil {
-			in.p.log.Error("host function panicked", "func", f.Name, "panic", r)
-			st, payload = hostfns.ErrInternal, []byte(fmt.Sprintf("%s: internal error", f.Name))
-		}
-	}()
-	if st, payload := in.admit(f, cs, uint32(len(req))); st != hostfns.StatusOK {
-		return st, payload
-	}
-	return in.handle(f, hostImpls[f.Name], cs, req)
-}
-
 func hostFunc(name string) (hostfns.Func, bool) {
 	i := slices.IndexFunc(hostfns.Funcs, func(f hostfns.Func) bool { return f.Name == name })
-	if i < 0 || hostImpls[name] == nil {
+	if i < 0 || dsh.Impls[name] == nil {
 		return hostfns.Func{}, false
 	}
 	return hostfns.Funcs[i], true
@@ -374,55 +307,6 @@ func (p *Plugin) historyFor(loadTime bool) *lazy.History {
 	return p.history
 }
 
-// A replayer answers a re-run's host calls from a record. The guest must
-// ask the same, in the same order: what it registered then is what the
-// registry holds. With live set, the calls after the record are served
-// as usual (an event carried on after its replay diverged).
-type replayer struct {
-	calls    []lazy.Call
-	next     int
-	live     bool
-	diverged string
-}
-
-// answer answers the next call from the record; ok false means serve it.
-func (r *replayer) answer(in *instance, fn string, inPtr, inLen uint32) (_ hostfns.Status, _ []byte, ok bool) {
-	if r.diverged == "" && r.live && r.next >= len(r.calls) {
-		return 0, nil, false
-	}
-	if r.diverged == "" {
-		req, ok := in.mem.Read(inPtr, inLen)
-		switch {
-		case r.next >= len(r.calls):
-			r.diverged = fmt.Sprintf("host call %d (%s) is past the %d recorded", r.next+1, fn, len(r.calls))
-		case !ok:
-			r.diverged = fmt.Sprintf("host call %d (%s) has a request outside guest memory", r.next+1, fn)
-		case r.calls[r.next].Fn != fn || !bytes.Equal(r.calls[r.next].Req, req):
-			r.diverged = fmt.Sprintf("host call %d is %s, and was %s with another request", r.next+1, fn, r.calls[r.next].Fn)
-		}
-	}
-	if r.diverged != "" {
-		return hostfns.ErrCanceled, []byte(fn + ": the re-run did not repeat the first: " + r.diverged), true
-	}
-	c := r.calls[r.next]
-	r.next++
-	return c.Status, c.Resp, true
-}
-
-// done reports how the re-run of one export went.
-func (r *replayer) done(st hostfns.OutStatus, out []byte, err error, wantSt hostfns.OutStatus, wantOut []byte) error {
-	if err == nil && r.diverged == "" && r.next < len(r.calls) {
-		r.diverged = fmt.Sprintf("it made %d of the %d host calls recorded", r.next, len(r.calls))
-	}
-	if err == nil && r.diverged == "" && (st != wantSt || !bytes.Equal(out, wantOut)) {
-		r.diverged = fmt.Sprintf("it returned %d %q, and %d %q the first time", st, out, wantSt, wantOut)
-	}
-	if r.diverged != "" {
-		return fmt.Errorf("%w: %s", errReplayDiverged, r.diverged)
-	}
-	return err
-}
-
 // rerun re-runs h in a new load-time instance: dsh_init, then each event,
 // all within the init budget's wall time, so that a plugin slow only the
 // second time costs what a slow dsh_setup would.
@@ -430,15 +314,15 @@ func (in *instance) rerun(ctx context.Context, h *lazy.History) error {
 	p := in.p
 	ctx, cancel := context.WithTimeout(ctx, p.limits.InitTimeout)
 	defer cancel()
-	r := &replayer{calls: h.Init}
+	r := lazy.NewReplayer(h.Init, false)
 	st, out, err := in.invoke(ctx, &callState{init: true, replay: r}, hostfns.ExportInit, p.limits.InitTimeout, p.config)
-	if err = r.done(st, out, err, hostfns.OutOK, nil); err != nil {
+	if err = r.Done(st, out, err, hostfns.OutOK, nil); err != nil {
 		return &CallError{Plugin: p.name, Export: hostfns.ExportInit, Err: fmt.Errorf("re-run for a new load-time instance: %w", err)}
 	}
 	for _, ev := range h.Events {
-		r := &replayer{calls: ev.Calls}
+		r := lazy.NewReplayer(ev.Calls, false)
 		st, out, err := in.invoke(ctx, &callState{replay: r}, hostfns.ExportEvent, p.limits.CallTimeout, []byte(ev.Event), emptyContext, ev.Payload)
-		if err = r.done(st, out, err, ev.Status, ev.Out); err != nil {
+		if err = r.Done(st, out, err, ev.Status, ev.Out); err != nil {
 			return &CallError{Plugin: p.name, Export: hostfns.ExportEvent, Err: fmt.Errorf("re-run of %s for a new load-time instance: %w", ev.Event, err)}
 		}
 	}
@@ -465,15 +349,15 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 	}
 	cs := &callState{}
 	if p.keepsHistory() {
-		cs.rec = &recorder{}
+		cs.rec = &lazy.Recorder{}
 	}
 	if cont != nil {
 		// The calls already answered are replayed to the guest, and
 		// recorded with the rest: the event enters the history whole.
-		cs.replay = &replayer{calls: cont, live: true}
+		cs.replay = lazy.NewReplayer(cont, true)
 		cs.hostBytes = spent // one event, one host byte budget
 		if cs.rec != nil {
-			cs.rec.calls, cs.rec.bytes = slices.Clone(cont), lazy.RecordBytes(cont)
+			cs.rec.Calls, cs.rec.Bytes = slices.Clone(cont), lazy.RecordBytes(cont)
 		}
 	}
 	var held bool
@@ -485,7 +369,7 @@ func (p *Plugin) loadTimeEvent(ctx context.Context, event string, payload []byte
 	}
 	start := time.Now()
 	st, out, err = in.invoke(ctx, cs, hostfns.ExportEvent, p.limits.CallTimeout, []byte(event), emptyContext, payload)
-	if next != nil && time.Since(start) > maxRepeatCheck {
+	if next != nil && time.Since(start) > lazy.MaxRepeatCheck {
 		next = nil // the check would double a slow event's time for its emitter
 		p.stopManifest()
 	}
@@ -570,29 +454,27 @@ func (p *Plugin) replayEvent(ctx context.Context, event string, payload []byte) 
 // that used the instance's files or printed, ends both. It runs while
 // the instance is held (callState.held), so that the history takes events
 // in the order the guest handled them.
-func (p *Plugin) noteEvent(rec *recorder, in *instance, ev lazy.Event, err error) (*lazy.Manifest, *lazy.History) {
+func (p *Plugin) noteEvent(rec *lazy.Recorder, in *instance, ev lazy.Event, err error) (*lazy.Manifest, *lazy.History) {
 	if rec == nil {
 		return nil, nil
 	}
-	if err != nil || rec.why != "" || wasiEffects(in) {
+	if err != nil || rec.Why != "" || wasiEffects(in) {
 		p.dropHistory()
 		return nil, nil
 	}
-	ev.Calls = rec.calls
+	ev.Calls = rec.Calls
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.history = p.history.With(ev, lazy.EventBytes(ev))
-	if p.saved == nil || p.history == nil || len(p.history.Events) > lazy.MaxEvents || in != p.load {
+	var next *lazy.Manifest
+	if p.saved != nil && in == p.load {
+		next = p.saved.Extended(p.history)
+	}
+	if next == nil {
 		p.saved = nil
 		return nil, nil
 	}
-	next := *p.saved
-	next.Events = slices.Clone(p.history.Events)
-	if next.Bytes = next.Size(); next.Bytes > lazy.MaxManifest {
-		p.saved = nil
-		return nil, nil
-	}
-	return &next, p.history
+	return next, p.history
 }
 
 // extendManifest writes next, the manifest of the history hist, if that

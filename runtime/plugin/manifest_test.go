@@ -743,7 +743,7 @@ func TestCallerCancellationKeepsTheHistory(t *testing.T) {
 	}
 }
 
-// An event that takes longer than maxRepeatCheck is not checked, so not
+// An event that takes longer than lazy.MaxRepeatCheck is not checked, so not
 // recorded: the check would double its time for whoever emitted it. The
 // history keeps it, and a new load-time instance is rebuilt from it.
 func TestSlowEventIsNotRecorded(t *testing.T) {
@@ -752,7 +752,7 @@ func TestSlowEventIsNotRecorded(t *testing.T) {
 	p, err := h.Load(bg, Spec{Name: "kit", Source: testkit(t), Config: cfg(t, map[string]any{
 		"sections":      []map[string]any{{"name": "kit:dyn", "order": 130, "dynamic": true}},
 		"subscribe":     []map[string]any{{"event": "custom/ping"}},
-		"event_busy_ms": int(maxRepeatCheck/time.Millisecond) + 100,
+		"event_busy_ms": int(lazy.MaxRepeatCheck/time.Millisecond) + 100,
 	})})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/lazy"
@@ -97,8 +98,8 @@ type Plugin struct {
 	offs       []func()
 	sandbox    sandbox
 	execs      map[string]*execjail.Manager // by session scope
-	appended   map[string]*appendQuota      // session events appended, by session scope
-	spills     map[string][2]*spillWriter   // background tasks' spill files, by scope NUL task id
+	appended   map[string]*dsh.SessionQuota // session events appended, by session scope
+	spills     map[string]dsh.Spills        // background tasks' spill files, by scope NUL task id
 	active     bool
 	closed     bool
 	initing    bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestSessionEventAppend(t *testing.T) {
 		{`{"type":"note/added","data":[1]}`, hostfns.ErrBadJSON, "want a JSON object"},
 		{`{"type":"note/added"}`, hostfns.ErrBadJSON, "want a JSON object"},
 		{`{"type":"note/added","data":{},"extra":1}`, hostfns.ErrBadJSON, "unknown field"},
-		{`{"type":"note/added","data":{"big":"` + strings.Repeat("x", maxSessionEventBytes) + `"}}`, hostfns.ErrTooLarge, "exceeds"},
+		{`{"type":"note/added","data":{"big":"` + strings.Repeat("x", dsh.MaxSessionEventBytes) + `"}}`, hostfns.ErrTooLarge, "exceeds"},
 	}
 	reqs := make([]string, len(cases))
 	for i, c := range cases {
@@ -111,14 +112,14 @@ func TestSessionEventQuota(t *testing.T) {
 	h := loadAppender(t, "note/added")
 	n := 0
 	ctx := pluginstate.WithSessionEvents(bg, func(string, json.RawMessage) error { n++; return nil })
-	reqs := make([]string, maxSessionEvents+1)
+	reqs := make([]string, dsh.MaxSessionEvents+1)
 	for i := range reqs {
 		reqs[i] = `{"type":"note/added","data":{}}`
 	}
 	res := appendProbes(t, h, ctx, reqs)
 	last := res[len(res)-1]
-	if n != maxSessionEvents || hostfns.Status(last.Status) != hostfns.ErrLimit || !strings.Contains(last.Message, "quota") {
-		t.Fatalf("recorded %d, last %+v; want %d and then limit reached", n, last, maxSessionEvents)
+	if n != dsh.MaxSessionEvents || hostfns.Status(last.Status) != hostfns.ErrLimit || !strings.Contains(last.Message, "quota") {
+		t.Fatalf("recorded %d, last %+v; want %d and then limit reached", n, last, dsh.MaxSessionEvents)
 	}
 	// The quota belongs to the session: a new agent of the same id after
 	// EndAgent starts again.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"log/slog"
 	"strings"
 	"testing"
@@ -94,8 +95,8 @@ func TestSubagentRunOnlyFromATool(t *testing.T) {
 	if len(subs.runs) != 1 || subs.runs[0].Prompt != "p" {
 		t.Fatalf("runs %+v", subs.runs)
 	}
-	// One call may run at most maxSubagentRunsPerCall children.
-	many := make([]map[string]string, maxSubagentRunsPerCall+1)
+	// One call may run at most dsh.MaxSubagentRunsPerCall children.
+	many := make([]map[string]string, dsh.MaxSubagentRunsPerCall+1)
 	for i := range many {
 		many[i] = map[string]string{"fn": hostfns.FnSubagentRun, "req": run}
 	}
@@ -108,16 +109,16 @@ func TestSubagentRunOnlyFromATool(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Text), &got); err != nil || len(got) != len(many) {
 		t.Fatalf("probe results %.300s: %v", r.Text, err)
 	}
-	for i, p := range got[:maxSubagentRunsPerCall] {
+	for i, p := range got[:dsh.MaxSubagentRunsPerCall] {
 		if p.Status != 0 {
 			t.Fatalf("run %d under the quota: %+v", i, p)
 		}
 	}
-	if p := got[maxSubagentRunsPerCall]; hostfns.Status(p.Status) != hostfns.ErrLimit {
+	if p := got[dsh.MaxSubagentRunsPerCall]; hostfns.Status(p.Status) != hostfns.ErrLimit {
 		t.Fatalf("run past the quota: %+v", p)
 	}
-	if len(subs.runs) != 1+maxSubagentRunsPerCall {
-		t.Fatalf("%d runs reached the provider, want %d", len(subs.runs), 1+maxSubagentRunsPerCall)
+	if len(subs.runs) != 1+dsh.MaxSubagentRunsPerCall {
+		t.Fatalf("%d runs reached the provider, want %d", len(subs.runs), 1+dsh.MaxSubagentRunsPerCall)
 	}
 }
 

@@ -1,10 +1,11 @@
 // Package lazy is the record of a plugin's load: the host calls of its
 // dsh_init and of the agentless events it handled after, with their
 // answers (a History while the plugin is loaded, a Manifest in the cache
-// for a lazy load), their bounds, and the manifest file. What may be
-// recorded, how a record is checked and replayed, and when, is the
-// host's (runtime/plugin, manifest.go); this package knows only the
-// format.
+// for a lazy load), their bounds, the manifest file, what a record may
+// hold, the recorder of a call's host calls, and the replayer that
+// answers a re-run from a record and tells whether it repeated. When a
+// record is made, checked and replayed is the host's (runtime/plugin,
+// manifest.go), which runs the instances.
 package lazy
 
 import (

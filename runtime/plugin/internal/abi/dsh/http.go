@@ -1,4 +1,4 @@
-package plugin
+package dsh
 
 import (
 	"context"
@@ -8,24 +8,23 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 // hostHTTPRequest implements http_request through the plugin's net grant.
-func hostHTTPRequest(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostHTTPRequest(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.HTTPRequest
-	if st, msg := dsh.Decode(req, &r); st != 0 {
+	if st, msg := Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	f := in.p.sandbox.net
+	f := h.Net()
 	if f == nil {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted network access (grants.net.allowed_hosts)", in.p.name)
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted network access (grants.net.allowed_hosts)", h.Name())
 	}
 	// grants.net.timeout bounds the request, so its wait is left out of
 	// the compute budget (not the wall-clock cap).
-	ctx := cs.boundedWait()
+	ctx := h.BoundedWait()
 	resp, err := f.Fetch(ctx, netguard.Request{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body, BodyBase64: r.BodyBase64})
-	cs.endBoundedWait()
+	h.EndBoundedWait()
 	if err != nil {
 		switch {
 		case errors.Is(err, netguard.ErrHostNotAllowed), errors.Is(err, netguard.ErrSchemeNotAllowed),

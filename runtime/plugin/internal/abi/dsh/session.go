@@ -1,4 +1,4 @@
-package plugin
+package dsh
 
 import (
 	"bytes"
@@ -6,75 +6,80 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // Quotas on session_event_append, per plugin and session.
 const (
-	maxSessionEventBytes = 256 << 10 // one event's payload
-	maxSessionEvents     = 1000      // events
-	maxSessionEventTotal = 8 << 20   // payload bytes of all events
+	MaxSessionEventBytes = 256 << 10 // one event's payload
+	MaxSessionEvents     = 1000      // events
+	MaxSessionEventTotal = 8 << 20   // payload bytes of all events
 )
 
-type appendQuota struct {
+// SessionQuota is what a plugin appended to one session so far.
+type SessionQuota struct {
+	mu     sync.Mutex
 	events int
 	bytes  int64
 }
 
+// take counts an event of n bytes, or refuses it past the quotas.
+func (q *SessionQuota) take(n int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.events >= MaxSessionEvents || q.bytes+int64(n) > MaxSessionEventTotal {
+		return false
+	}
+	q.events++
+	q.bytes += int64(n)
+	return true
+}
+
+// give uncounts an event of n bytes that was not recorded.
+func (q *SessionQuota) give(n int) {
+	q.mu.Lock()
+	q.events--
+	q.bytes -= int64(n)
+	q.mu.Unlock()
+}
+
 // hostSessionEventAppend implements session_event_append: an event of a
 // granted type, recorded in the calling agent's session within quotas.
-func hostSessionEventAppend(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostSessionEventAppend(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SessionEventRequest
-	if st, msg := dsh.Decode(req, &r); st != 0 {
+	if st, msg := Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	p := in.p
-	if cs.init || cs.setup {
+	if h.Call().Init || h.Call().Setup {
 		return nil, hostfns.ErrDenied, "session events cannot be appended during dsh_init or dsh_setup"
 	}
 	if msg := config.CheckSessionEventType(r.Type); msg != "" {
 		return nil, hostfns.ErrDenied, msg
 	}
-	g := p.sandbox.grants
+	g := h.Grants()
 	if g == nil || !slices.Contains(g.SessionEvents, r.Type) {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted session event %q (add it under grants.session_events)", p.name, r.Type)
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted session event %q (add it under grants.session_events)", h.Name(), r.Type)
 	}
-	if len(r.Data) > maxSessionEventBytes {
-		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), maxSessionEventBytes)
+	if len(r.Data) > MaxSessionEventBytes {
+		return nil, hostfns.ErrTooLarge, fmt.Sprintf("event data of %d bytes exceeds %d", len(r.Data), MaxSessionEventBytes)
 	}
 	if err := checkSessionEventData(r.Type, r.Data); err != nil {
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("%s data: %v", r.Type, err)
 	}
-	sink := pluginstate.SessionEvents(cs.ctx)
-	if cs.facts == nil || sink == nil {
+	sink := pluginstate.SessionEvents(h.Context())
+	if h.Facts() == nil || sink == nil {
 		return nil, hostfns.ErrDenied, "this call belongs to no agent session to record the event in"
 	}
-	scope := stateScope(cs)
-	p.mu.Lock()
-	q := p.appended[scope]
-	if q == nil {
-		if p.appended == nil {
-			p.appended = map[string]*appendQuota{}
-		}
-		q = &appendQuota{}
-		p.appended[scope] = q
+	q := h.SessionQuota()
+	if !q.take(len(r.Data)) {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", h.Name(), MaxSessionEvents, MaxSessionEventTotal)
 	}
-	if q.events >= maxSessionEvents || q.bytes+int64(len(r.Data)) > maxSessionEventTotal {
-		p.mu.Unlock()
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its quota of session events for this session (%d events, %d bytes)", p.name, maxSessionEvents, maxSessionEventTotal)
-	}
-	q.events++
-	q.bytes += int64(len(r.Data))
-	p.mu.Unlock()
 	if err := sink(r.Type, r.Data); err != nil {
-		p.mu.Lock()
-		q.events--
-		q.bytes -= int64(len(r.Data))
-		p.mu.Unlock()
+		q.give(len(r.Data))
 		return nil, hostfns.ErrInternal, fmt.Sprintf("recording %s: %v", r.Type, err)
 	}
 	return nil, 0, ""

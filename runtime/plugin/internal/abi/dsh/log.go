@@ -1,4 +1,4 @@
-package plugin
+package dsh
 
 import (
 	"fmt"
@@ -13,17 +13,18 @@ import (
 // request the SDKs write, with a plain message, without even that. Its
 // level is known before its message is decoded, so a record the logger
 // would drop costs only the check that the request is well formed.
-func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostLog(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	level, plain, ok := readPlainLogRequest(req)
 	var mv jsonobj.Value
 	if !ok {
-		lv, v, err := readLogRequest(&in.req, req)
+		sc := h.Scratch()
+		lv, v, err := readLogRequest(&sc.Req, req)
 		if err != nil {
 			return nil, hostfns.ErrBadJSON, fmt.Sprintf("bad request: %v", err)
 		}
-		in.scratch, _ = lv.AppendText(in.scratch[:0]) // empty when absent
+		sc.Buf, _ = lv.AppendText(sc.Buf[:0]) // empty when absent
 		level = slog.LevelInfo
-		switch string(in.scratch) {
+		switch string(sc.Buf) {
 		case "debug":
 			level = slog.LevelDebug
 		case "info", "":
@@ -32,11 +33,11 @@ func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, s
 		case "error":
 			level = slog.LevelError
 		default:
-			return nil, hostfns.ErrBadJSON, fmt.Sprintf("unknown level %q (want debug, info, warn or error)", in.scratch)
+			return nil, hostfns.ErrBadJSON, fmt.Sprintf("unknown level %q (want debug, info, warn or error)", sc.Buf)
 		}
 		mv = v
 	}
-	if !in.p.log.Enabled(cs.ctx, level) {
+	if !h.Logger().Enabled(h.Context(), level) {
 		return nil, 0, "" // checked, and not worth decoding
 	}
 	var msg string
@@ -49,7 +50,7 @@ func hostLog(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, s
 	if len(msg) > maxLog {
 		msg = msg[:maxLog] + "…(truncated)"
 	}
-	in.p.rateLog(len(msg), func() { in.p.log.Log(cs.ctx, level, msg) })
+	h.RateLog(len(msg), func() { h.Logger().Log(h.Context(), level, msg) })
 	return nil, 0, ""
 }
 

@@ -1,18 +1,14 @@
-package plugin
+package dsh
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/events"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 func validEventName(s string) bool {
@@ -29,13 +25,12 @@ func validEventName(s string) bool {
 
 // hostEventSubscribe implements event_subscribe: during dsh_init, listen
 // to an event or join a waterfall the plugin is granted.
-func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostEventSubscribe(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SubscribeRequest
-	if st, msg := dsh.Decode(req, &r); st != 0 {
+	if st, msg := Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	p := in.p
-	if !cs.init {
+	if !h.Call().Init {
 		return nil, hostfns.ErrDenied, "subscriptions are made during dsh_init; a plugin's subscriptions are fixed for its load"
 	}
 	if !validEventName(r.Event) {
@@ -57,76 +52,47 @@ func hostEventSubscribe(in *instance, cs *callState, req []byte) ([]byte, hostfn
 		if want != events.Waterfall && want != events.Any {
 			return nil, hostfns.ErrRule, fmt.Sprintf("%s is a %s event, not a waterfall", r.Event, want)
 		}
-		if err := p.checkWaterfallGrant(r.Event); err != nil {
+		if err := h.CheckWaterfallGrant(r.Event); err != nil {
 			return nil, hostfns.ErrDenied, err.Error()
 		}
 	default:
 		return nil, hostfns.ErrBadJSON, fmt.Sprintf("mode %q is not %q or %q", r.Mode, hostfns.ModeListen, hostfns.ModeWaterfall)
 	}
-	if st, msg := p.contrib.needExport(hostfns.ExportEvent, "an event handler"); st != 0 {
-		return nil, st, msg
+	if !h.HasExport(hostfns.ExportEvent) {
+		return nil, hostfns.ErrRule, needExport(hostfns.ExportEvent, "an event handler")
 	}
-	c := p.contrib
-	c.mu.Lock()
-	dup := slices.ContainsFunc(c.subs, func(s hostfns.SubscribeRequest) bool { return s.Event == r.Event })
-	c.mu.Unlock()
-	if dup {
-		return nil, hostfns.ErrRule, fmt.Sprintf("already subscribed to %s", r.Event)
-	}
-	if r.Event == events.EventAssemble {
-		hook := func(ctx context.Context, ac prompt.AssembleContext, next prompt.AssembleFunc) (*prompt.Assembly, error) {
-			a, err := next(ctx, ac)
-			if err != nil {
-				return nil, err
-			}
-			return p.assembleHook(ctx, ac, a)
-		}
-		_, st, msg := c.register(cs, hookReg(r.Event, hook))
-		if st != 0 {
-			return nil, st, msg
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.subs {
-		if s.Event == r.Event {
-			return nil, hostfns.ErrRule, fmt.Sprintf("already subscribed to %s", r.Event)
-		}
-	}
-	if r.Event != events.EventAssemble && c.count() >= p.limits.MaxRegistrations {
-		return nil, hostfns.ErrLimit, fmt.Sprintf("plugin %q reached its limit of %d registrations", p.name, p.limits.MaxRegistrations)
-	}
-	c.subs = append(c.subs, r)
-	return nil, 0, ""
+	st, msg := h.Subscribe(r)
+	return nil, st, msg
 }
 
-// eventNamespace is the prefix of the events a plugin may emit:
+// EventNamespace is the prefix of the events a plugin may emit:
 // "plugin:<name>/".
-func eventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
+func EventNamespace(plugin string) string { return "plugin:" + plugin + "/" }
 
 // hostEventEmit implements event_emit: an event in the plugin's own
 // namespace, outside dsh_init and dsh_setup.
-func hostEventEmit(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostEventEmit(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.EmitRequest
-	if st, msg := dsh.Decode(req, &r); st != 0 {
+	if st, msg := Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	ns := eventNamespace(in.p.name)
+	ns := EventNamespace(h.Name())
 	if !strings.HasPrefix(r.Event, ns) || !validEventName(r.Event) || len(r.Event) == len(ns) {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q may emit only its own events, named %s<event>; not %q", in.p.name, ns, r.Event)
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q may emit only its own events, named %s<event>; not %q", h.Name(), ns, r.Event)
 	}
-	if cs.init || cs.setup {
+	if h.Call().Init || h.Call().Setup {
 		return nil, hostfns.ErrDenied, "events cannot be emitted during dsh_init or dsh_setup"
 	}
 	payload := json.RawMessage(r.Payload)
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	if err := in.p.h.bus.Emit(cs.activeCtx(in), r.Event, payload); err != nil {
-		if errors.Is(err, ErrDeadlock) {
+	if err := h.Emit(r.Event, payload); err != nil {
+		var denied *DeniedError
+		if errors.As(err, &denied) {
 			return nil, hostfns.ErrDenied, err.Error()
 		}
-		if cs.guard.Stopped() != nil {
+		if h.Stopped() != nil {
 			return nil, hostfns.ErrCanceled, err.Error()
 		}
 		return nil, hostfns.ErrInternal, err.Error()

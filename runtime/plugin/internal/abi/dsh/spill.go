@@ -1,4 +1,4 @@
-package plugin
+package dsh
 
 import (
 	"crypto/rand"
@@ -27,9 +27,9 @@ type spillTarget struct {
 	hostState func(path string) string
 }
 
-// spillTargetFor checks the spill_dir of an exec request: absolute, clean,
+// SpillTargetFor checks the spill_dir of an exec request: absolute, clean,
 // inside a writable root of the call. It creates the directory.
-func spillTargetFor(dir string, mounts []fsjail.Mount, hostState func(string) string) (*spillTarget, hostfns.Status, string) {
+func SpillTargetFor(dir string, mounts []fsjail.Mount, hostState func(string) string) (*spillTarget, hostfns.Status, string) {
 	if dir == "" {
 		return nil, 0, ""
 	}
@@ -78,12 +78,12 @@ func (t *spillTarget) open() (*os.Root, error) {
 	return os.OpenRoot(t.root)
 }
 
-// spillWriter is a tee of one stream. It keeps the first cap bytes in
+// SpillWriter is a tee of one stream. It keeps the first cap bytes in
 // memory and creates its file only when the stream outgrows the cap (when
 // the host's capped copy drops bytes); from then on every byte goes to the
 // file, up to hostfns.MaxSpillBytes. It never fails the command: a write
 // error stops the spill and is remembered.
-type spillWriter struct {
+type SpillWriter struct {
 	t      *spillTarget
 	name   string // file name, relative to t.rel
 	cap    int
@@ -95,17 +95,23 @@ type spillWriter struct {
 	failed error
 }
 
-func newSpillWriters(t *spillTarget, cap int) (out, errw *spillWriter) {
+// Spills are a command's spill writers: stdout's and stderr's, nil when
+// its output is not saved.
+type Spills [2]*SpillWriter
+
+// NewSpillWriters returns the writers of a command's stdout and stderr
+// into t, each keeping cap bytes in memory first; nil when t is.
+func NewSpillWriters(t *spillTarget, cap int) (out, errw *SpillWriter) {
 	if t == nil {
 		return nil, nil
 	}
 	var b [6]byte
 	rand.Read(b[:])
 	base := fmt.Sprintf("exec-%s-%s", time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]))
-	return &spillWriter{t: t, name: base + ".stdout", cap: cap}, &spillWriter{t: t, name: base + ".stderr", cap: cap}
+	return &SpillWriter{t: t, name: base + ".stdout", cap: cap}, &SpillWriter{t: t, name: base + ".stderr", cap: cap}
 }
 
-func (w *spillWriter) Write(p []byte) (int, error) {
+func (w *SpillWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := len(p)
@@ -125,7 +131,7 @@ func (w *spillWriter) Write(p []byte) (int, error) {
 // save appends the buffered head, then p, to the file, opening it through
 // an os.Root of the granted root for each write: nothing stays open after
 // the command ends.
-func (w *spillWriter) save(p []byte) error {
+func (w *SpillWriter) save(p []byte) error {
 	r, err := w.t.open()
 	if err != nil {
 		return err
@@ -158,7 +164,7 @@ func (w *spillWriter) save(p []byte) error {
 	f, err := r.OpenFile(filepath.Join(w.t.rel, w.name), flags, 0o600)
 	if err == nil {
 		// The directory is judged where the file really landed (a
-		// symlink swapped since spillTargetFor could have moved it).
+		// symlink swapped since SpillTargetFor could have moved it).
 		if h, real := w.t.landedIn(f); h != "" {
 			if w.path == "" {
 				os.Remove(real) // the empty file just made there
@@ -188,8 +194,15 @@ func (w *spillWriter) save(p []byte) error {
 	return err
 }
 
+// Failed is why the spill stopped early, or nil.
+func (w *SpillWriter) Failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
 // result fills o's spill fields.
-func (w *spillWriter) result(o *hostfns.ExecOutput) {
+func (w *SpillWriter) result(o *hostfns.ExecOutput) {
 	if w == nil {
 		return
 	}

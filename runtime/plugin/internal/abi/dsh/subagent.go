@@ -1,4 +1,4 @@
-package plugin
+package dsh
 
 import (
 	"encoding/json"
@@ -6,26 +6,25 @@ import (
 	"slices"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
-// maxSubagentRunsPerCall bounds the children one tool call may run: the
+// MaxSubagentRunsPerCall bounds the children one tool call may run: the
 // wait for a child costs the caller no compute budget, so without it a
 // granted plugin could run children in a loop for as long as the turn
 // lasts.
-const maxSubagentRunsPerCall = 8
+const MaxSubagentRunsPerCall = 8
 
 // hostSubagentProviders implements subagent_providers: the host's
 // providers and their facts.
-func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostSubagentProviders(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	if len(req) > 0 {
 		var r struct{}
-		if st, msg := dsh.Decode(req, &r); st != 0 {
+		if st, msg := Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
 	}
 	out := hostfns.SubagentProviders{Providers: []hostfns.SubagentProvider{}}
-	if s := in.p.h.subagents; s != nil {
+	if s := h.Subagents(); s != nil {
 		out.Providers = append(out.Providers, s.Providers()...)
 	}
 	b, err := json.Marshal(out)
@@ -37,28 +36,26 @@ func hostSubagentProviders(in *instance, cs *callState, req []byte) ([]byte, hos
 
 // hostSubagentRun implements subagent_run: from a tool call for an
 // agent, a child on a granted provider, waited for.
-func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostSubagentRun(h Host, req []byte) ([]byte, hostfns.Status, string) {
 	var r hostfns.SubagentRunRequest
-	if st, msg := dsh.Decode(req, &r); st != 0 {
+	if st, msg := Decode(req, &r); st != 0 {
 		return nil, st, msg
 	}
-	p := in.p
-	if cs.export != hostfns.ExportTool || cs.facts == nil {
+	if h.Call().Export != hostfns.ExportTool || h.Facts() == nil {
 		return nil, hostfns.ErrDenied, "a child agent can be run only from a tool call for an agent (dsh_tool)"
 	}
-	if g := p.sandbox.grants; g == nil || !slices.Contains(g.Subagents, r.Provider) {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted subagent provider %q (add it under grants.subagents)", p.name, r.Provider)
+	if g := h.Grants(); g == nil || !slices.Contains(g.Subagents, r.Provider) {
+		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted subagent provider %q (add it under grants.subagents)", h.Name(), r.Provider)
 	}
 	if r.Prompt == "" {
 		return nil, hostfns.ErrRule, "prompt is empty"
 	}
-	if cs.subagentRuns >= maxSubagentRunsPerCall {
-		return nil, hostfns.ErrLimit, fmt.Sprintf("a tool call may run at most %d child agents", maxSubagentRunsPerCall)
+	if !h.StartSubagentRun(MaxSubagentRunsPerCall) {
+		return nil, hostfns.ErrLimit, fmt.Sprintf("a tool call may run at most %d child agents", MaxSubagentRunsPerCall)
 	}
-	cs.subagentRuns++
-	s := subagentsOf(cs.ctx)
+	s := h.CallSubagents()
 	if s == nil {
-		s = p.h.subagents
+		s = h.Subagents()
 	}
 	if s == nil {
 		return nil, hostfns.ErrDenied, "this host runs no subagent providers"
@@ -67,9 +64,9 @@ func hostSubagentRun(in *instance, cs *callState, req []byte) ([]byte, hostfns.S
 	// the parent's cancellation: a bounded wait, left out of the compute
 	// budget (not out of the call's wall-clock cap), and ended when the
 	// call is stopped.
-	ctx := cs.boundedWait()
-	res, err := s.Run(ctx, *cs.facts, r)
-	cs.endBoundedWait()
+	ctx := h.BoundedWait()
+	res, err := s.Run(ctx, *h.Facts(), r)
+	h.EndBoundedWait()
 	if err != nil {
 		return nil, hostfns.ErrInternal, fmt.Sprintf("provider %q: %v", r.Provider, err)
 	}

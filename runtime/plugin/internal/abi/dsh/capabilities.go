@@ -1,22 +1,21 @@
-package plugin
+package dsh
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
 
 // hostCapabilities implements capabilities_declare: during dsh_init, the
 // plugin declares what it needs (fs roots, exec, net, env, session
 // events); the load then checks the needs against the grants.
-func hostCapabilities(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
-	if !cs.init {
+func hostCapabilities(h Host, req []byte) ([]byte, hostfns.Status, string) {
+	if !h.Call().Init {
 		return nil, hostfns.ErrDenied, "capabilities can be declared only during dsh_init"
 	}
 	var c hostfns.Capabilities
-	if st, msg := dsh.Decode(req, &c); st != 0 {
+	if st, msg := Decode(req, &c); st != 0 {
 		return nil, st, msg
 	}
 	for _, f := range c.FS {
@@ -27,6 +26,6 @@ func hostCapabilities(in *instance, cs *callState, req []byte) ([]byte, hostfns.
 			return nil, hostfns.ErrBadJSON, fmt.Sprintf("fs need %q: path must be \"workspace\" or absolute", f.Path)
 		}
 	}
-	in.p.contrib.addCapabilities(c)
+	h.DeclareCapabilities(c)
 	return nil, 0, ""
 }

@@ -1,81 +1,16 @@
-package plugin
+package dsh
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 )
-
-// execManager returns the exec manager of a call's session, creating it.
-// Background tasks belong to the session, not to an instance, so a
-// re-created instance still reaches them.
-func (p *Plugin) execManager(cs *callState) (*execjail.Manager, hostfns.Status, string) {
-	g := p.sandbox.grants
-	if g == nil || !g.Exec.Allowed {
-		return nil, hostfns.ErrDenied, fmt.Sprintf("plugin %q is not granted exec (add under grants.exec: allowed: true)", p.name)
-	}
-	scope := stateScope(cs)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, hostfns.ErrDenied, "plugin unloaded"
-	}
-	if m := p.execs[scope]; m != nil {
-		return m, 0, ""
-	}
-	mounts, err := p.fsRoots(cs.facts)
-	if err != nil {
-		return nil, hostfns.ErrInternal, err.Error()
-	}
-	if len(mounts) == 0 {
-		return nil, hostfns.ErrDenied, "exec needs a granted fs root to run in (grants.fs), and this call has none"
-	}
-	roots := make([]execjail.Root, len(mounts))
-	for i, m := range mounts {
-		roots[i] = execjail.Root{Path: m.HostPath, Writable: !m.ReadOnly, Dir: m.Dir}
-	}
-	m, err := execjail.NewManager(execjail.Options{Roots: roots, Env: g.Exec.Environ(os.LookupEnv),
-		OutputBytes: int(g.Exec.OutputBytes), Sandbox: g.Exec.Sandbox, Network: len(g.Net.AllowedHosts) > 0,
-		Limits: execLimits(g.Exec), Hidden: p.hiddenFor(cs.facts, mounts)})
-	if err != nil {
-		return nil, hostfns.ErrInternal, err.Error()
-	}
-	if p.execs == nil {
-		p.execs = map[string]*execjail.Manager{}
-	}
-	p.execs[scope] = m
-	return m, 0, ""
-}
-
-// execLimits maps the exec grant's limits (zero: the defaults) onto
-// execjail's.
-func execLimits(e config.ExecGrant) execjail.Limits {
-	return execjail.Limits{Processes: e.MaxProcesses, Memory: int64(e.Memory), FileBytes: int64(e.FileBytes)}
-}
-
-func (p *Plugin) endExecScope(scope string) {
-	p.mu.Lock()
-	m := p.execs[scope]
-	delete(p.execs, scope)
-	for k := range p.spills {
-		if strings.HasPrefix(k, scope+"\x00") {
-			delete(p.spills, k)
-		}
-	}
-	p.mu.Unlock()
-	if m != nil {
-		m.Close()
-	}
-}
 
 func execCommand(g *config.Grants, r hostfns.ExecRequest) (execjail.Command, hostfns.Status, string) {
 	if (r.Command == "") == (len(r.Argv) == 0) {
@@ -128,35 +63,35 @@ func toExecStatus(s execjail.Status) hostfns.ExecStatus {
 
 // hostExec implements exec_run and exec_start: decode, check the grant,
 // build the command, then run it with do.
-func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error)) hostImpl {
-	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostExec(do func(h Host, m *execjail.Manager, cmd execjail.Command, spill Spills) (any, error)) Impl {
+	return func(h Host, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.ExecRequest
-		if st, msg := dsh.Decode(req, &r); st != 0 {
+		if st, msg := Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
-		m, st, msg := in.p.execManager(cs)
+		m, st, msg := h.ExecManager()
 		if st != 0 {
 			return nil, st, msg
 		}
-		cmd, st, msg := execCommand(in.p.sandbox.grants, r)
+		cmd, st, msg := execCommand(h.Grants(), r)
 		if st != 0 {
 			return nil, st, msg
 		}
-		var spill [2]*spillWriter
+		var spill Spills
 		if r.SpillDir != "" {
-			mounts, err := in.p.fsRoots(cs.facts)
+			mounts, err := h.FSRoots()
 			if err != nil {
 				return nil, hostfns.ErrInternal, err.Error()
 			}
-			t, st, msg := spillTargetFor(r.SpillDir, mounts, func(p string) string { return in.p.h.hostState.holding(p, cwdOf(cs.facts)) })
+			t, st, msg := SpillTargetFor(r.SpillDir, mounts, h.HostState)
 			if st != 0 {
 				return nil, st, msg
 			}
-			t.quota = in.p.diskQuota() // saved output counts against the plugin's disk quota
-			spill[0], spill[1] = newSpillWriters(t, int(in.p.sandbox.grants.Exec.OutputBytes))
+			t.quota = h.DiskQuota() // saved output counts against the plugin's disk quota
+			spill[0], spill[1] = NewSpillWriters(t, int(h.Grants().Exec.OutputBytes))
 			cmd.StdoutTee, cmd.StderrTee = spill[0], spill[1]
 		}
-		resp, err := do(in.p, m, cs, cmd, spill)
+		resp, err := do(h, m, cmd, spill)
 		if err != nil {
 			st, msg := execStatus(err)
 			return nil, st, msg
@@ -169,10 +104,10 @@ func hostExec(do func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjai
 // exec_run waits under the command's timeout (grants.exec), which bounds
 // it, so the wait is left out of the compute budget, not out of the
 // wall-clock cap; it ends when the call is stopped.
-var hostExecRun = hostExec(func(_ *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error) {
-	ctx := cs.boundedWait()
+var hostExecRun = hostExec(func(h Host, m *execjail.Manager, cmd execjail.Command, spill Spills) (any, error) {
+	ctx := h.BoundedWait()
 	res, err := m.Run(ctx, cmd)
-	cs.endBoundedWait()
+	h.EndBoundedWait()
 	r := toExecResult(res)
 	spill[0].result(&r.Stdout)
 	spill[1].result(&r.Stderr)
@@ -181,28 +116,23 @@ var hostExecRun = hostExec(func(_ *Plugin, m *execjail.Manager, cs *callState, c
 
 // A background task outlives the call that started it, so it runs under
 // the session's lifetime (Host.EndAgent), not the call's context.
-var hostExecStart = hostExec(func(p *Plugin, m *execjail.Manager, cs *callState, cmd execjail.Command, spill [2]*spillWriter) (any, error) {
-	id, err := m.Start(context.WithoutCancel(cs.ctx), cmd)
+var hostExecStart = hostExec(func(h Host, m *execjail.Manager, cmd execjail.Command, spill Spills) (any, error) {
+	id, err := m.Start(context.WithoutCancel(h.Context()), cmd)
 	if err == nil && spill[0] != nil {
-		p.mu.Lock()
-		if p.spills == nil {
-			p.spills = map[string][2]*spillWriter{}
-		}
-		p.spills[stateScope(cs)+"\x00"+id] = spill
-		p.mu.Unlock()
+		h.KeepSpills(id, spill)
 	}
 	return hostfns.ExecStatus{ID: id, Running: true}, err
 })
 
 // hostExecTask implements exec_poll (kill false) and exec_kill: a
 // background task of the call's session, by id.
-func hostExecTask(kill bool) hostImpl {
-	return func(in *instance, cs *callState, req []byte) ([]byte, hostfns.Status, string) {
+func hostExecTask(kill bool) Impl {
+	return func(h Host, req []byte) ([]byte, hostfns.Status, string) {
 		var r hostfns.TaskRequest
-		if st, msg := dsh.Decode(req, &r); st != 0 {
+		if st, msg := Decode(req, &r); st != 0 {
 			return nil, st, msg
 		}
-		m, st, msg := in.p.execManager(cs)
+		m, st, msg := h.ExecManager()
 		if st != 0 {
 			return nil, st, msg
 		}
@@ -215,9 +145,7 @@ func hostExecTask(kill bool) hostImpl {
 			return nil, hostfns.ErrNotFound, err.Error()
 		}
 		status := toExecStatus(s)
-		in.p.mu.Lock()
-		spill := in.p.spills[stateScope(cs)+"\x00"+r.ID]
-		in.p.mu.Unlock()
+		spill := h.Spills(r.ID)
 		spill[0].result(&status.Result.Stdout)
 		spill[1].result(&status.Result.Stderr)
 		b, _ := json.Marshal(status)
