@@ -10,7 +10,7 @@ package defaults
 import (
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns/jsonobj"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 

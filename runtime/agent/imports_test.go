@@ -41,7 +41,7 @@ func listDeps(t *testing.T, dir string) []string {
 // TestLoopKnowsNoWasm keeps the agent loop free of the plugin host: the
 // loop serves Wasm tools, native tools, subagents and MCP-client tools
 // through one ToolRunner, and shares only leaf types with them (prompt,
-// runtime/tool, runtime/pluginstate). It fails when the package, tests
+// runtime/tool, internal/pluginstate). It fails when the package, tests
 // aside, depends on the plugin host, on a Wasm runtime, or on the
 // embedding API built on top of it.
 func TestLoopKnowsNoWasm(t *testing.T) {
@@ -70,7 +70,7 @@ func TestLoopKnowsNoWasm(t *testing.T) {
 // host import nothing of the modulePath, so sharing them can never pull the
 // host in.
 func TestSharedTypesAreLeaves(t *testing.T) {
-	for _, pkg := range []string{"runtime/tool", "runtime/pluginstate"} {
+	for _, pkg := range []string{"runtime/tool", "internal/pluginstate"} {
 		for _, p := range listDeps(t, filepath.Join("..", "..", pkg)) {
 			if strings.HasPrefix(p, modulePath) && p != modulePath+pkg {
 				t.Errorf("%s depends on %s; it must stay a leaf", pkg, p)

@@ -6,7 +6,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )

@@ -14,9 +14,9 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // ACPProviderOptions configure a provider whose children are external

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // Names of the built-in subagent providers every deployment registers.

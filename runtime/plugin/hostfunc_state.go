@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // hostStateGet implements state_get, in the call's state scope.

@@ -8,8 +8,8 @@
 package scripted
 
 import (
+	"github.com/dsh-wasm/dsh-wasm/internal/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 )
 
 // Call is one tool call of a step.

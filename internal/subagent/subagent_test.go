@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 type fakeProvider struct {

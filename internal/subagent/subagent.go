@@ -19,8 +19,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
 // Errors, wrapped with detail; test with errors.Is or errors.As.
