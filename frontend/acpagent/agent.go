@@ -29,7 +29,6 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	agentpkg "github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -148,7 +147,7 @@ func (a *agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	}
 	var id acp.SessionId
 	st, err := a.open(ctx, deploy.SessionOptions{Cwd: req.Cwd, Replay: a.opts.Replay,
-		Permission: func(ctx context.Context, r agentpkg.PermissionRequest) (bool, error) {
+		Permission: func(ctx context.Context, r deploy.PermissionRequest) (bool, error) {
 			return a.askPermission(ctx, id, r)
 		}})
 	if err != nil {
@@ -185,7 +184,7 @@ func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (ac
 		return acp.LoadSessionResponse{}, invalidParams(fmt.Sprintf("session %s is already open", req.SessionId))
 	}
 	st, err := a.open(ctx, deploy.SessionOptions{Resume: string(req.SessionId), Cwd: req.Cwd, Replay: a.opts.Replay,
-		Permission: func(ctx context.Context, r agentpkg.PermissionRequest) (bool, error) {
+		Permission: func(ctx context.Context, r deploy.PermissionRequest) (bool, error) {
 			return a.askPermission(ctx, req.SessionId, r)
 		}})
 	if err != nil {
@@ -336,7 +335,7 @@ const (
 // askPermission maps a hook's "ask" onto session/request_permission: the
 // call runs only when the client picks the allow option. A cancelled
 // request, a refusal or a failed request refuses it.
-func (a *agent) askPermission(ctx context.Context, id acp.SessionId, r agentpkg.PermissionRequest) (bool, error) {
+func (a *agent) askPermission(ctx context.Context, id acp.SessionId, r deploy.PermissionRequest) (bool, error) {
 	title := r.Name
 	if r.Reason != "" {
 		title = r.Name + ": " + r.Reason

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
@@ -84,7 +84,7 @@ type Options struct {
 	// plugin of it may be granted or see (plugin.HostState).
 	Tenants string
 	// Compaction, when set, compacts long conversations in every session.
-	Compaction *agent.CompactionOptions
+	Compaction *CompactionOptions
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
 	MaxSteps int
 	// SubagentDepth is the deepest a child agent of the built-in spawn
@@ -200,7 +200,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		return nil, fmt.Errorf("%w: MaxSteps %d is negative", ErrInvalidOptions, opts.MaxSteps)
 	}
 	if opts.Compaction != nil {
-		if err := opts.Compaction.Validate(); err != nil {
+		if err := opts.Compaction.loop().Validate(); err != nil {
 			return nil, fmt.Errorf("%w: compaction: %w", ErrInvalidOptions, err)
 		}
 	}
@@ -300,7 +300,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	if opts.Compaction != nil {
-		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
+		if d.offCompat, err = agent.AttachCompaction(d.bus, opts.Compaction.loop()); err != nil {
 			return nil, fmt.Errorf("deploy: compaction: %w", err)
 		}
 	}

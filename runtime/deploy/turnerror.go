@@ -32,7 +32,7 @@ type TurnError struct {
 	// End is the reason recorded in turn/end.
 	End session.EndReason
 	// Err is the cause behind the end, when there is one (see
-	// agent.TurnResult.Err); errors.Is and errors.As see through to it.
+	// TurnResult.Err); errors.Is and errors.As see through to it.
 	Err error
 }
 

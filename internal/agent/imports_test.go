@@ -62,7 +62,7 @@ func TestLoopKnowsNoWasm(t *testing.T) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Errorf("runtime/agent depends on %s; the loop must not know the plugin host (share a leaf type instead)", strings.Join(bad, ", "))
+		t.Errorf("internal/agent depends on %s; the loop must not know the plugin host (share a leaf type instead)", strings.Join(bad, ", "))
 	}
 }
 
