@@ -78,13 +78,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "# HELP dsh_plugin_tool_seconds_total Time from tool call to tool result (plugin tool time), summed.")
 	fmt.Fprintln(w, "# TYPE dsh_plugin_tool_seconds_total counter")
 	fmt.Fprintf(w, "dsh_plugin_tool_seconds_total %.3f\n", float64(m.toolMs.Load())/1000)
-	host := s.cfg.Deployment.Host()
-	live := 0
-	for _, name := range host.Plugins() {
-		if p := host.Plugin(name); p != nil {
-			live += p.Instances()
-		}
-	}
+	live := s.cfg.Deployment.PluginInstances()
 	fmt.Fprintln(w, "# HELP dsh_plugin_instances_live Plugin instances open on this worker.")
 	fmt.Fprintln(w, "# TYPE dsh_plugin_instances_live gauge")
 	fmt.Fprintf(w, "dsh_plugin_instances_live %d\n", live)

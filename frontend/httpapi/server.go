@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/workdir"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -268,7 +267,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 // every open of the session, so a directory of the tenant swapped for a
 // link since then is refused, wherever the link points. The session's
 // jails and commands use the directory opened here, never its path.
-func (s *Server) openCwd(tenant, rel string, mkdir bool) (*workdir.Dir, error) {
+func (s *Server) openCwd(tenant, rel string, mkdir bool) (*cwdDir, error) {
 	if filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
 		return nil, errors.New("cwd: give a path relative to your workspace root")
 	}
@@ -283,11 +282,11 @@ func (s *Server) openCwd(tenant, rel string, mkdir bool) (*workdir.Dir, error) {
 			return nil, errors.New("cwd: the workspace root cannot be created")
 		}
 	}
-	dir, err := workdir.OpenBeneath(s.cfg.Workspaces, filepath.Join(tenant, rel), mkdir)
+	name, handle, err := deploy.OpenCwdBeneath(s.cfg.Workspaces, filepath.Join(tenant, rel), mkdir)
 	switch {
-	case errors.Is(err, workdir.ErrEscapes):
+	case errors.Is(err, deploy.ErrCwdEscapes):
 		return nil, errors.New("cwd: leaves your workspace root (a symbolic link is in its path)")
-	case errors.Is(err, workdir.ErrNotDirectory):
+	case errors.Is(err, deploy.ErrCwdNotDirectory):
 		return nil, errors.New("cwd: not a directory")
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, errors.New("cwd: no such directory")
@@ -295,8 +294,18 @@ func (s *Server) openCwd(tenant, rel string, mkdir bool) (*workdir.Dir, error) {
 		s.log.Warn("httpapi: open cwd", "tenant", tenant, "cwd", rel, "err", err)
 		return nil, errors.New("cwd: cannot be opened")
 	}
-	return dir, nil
+	return &cwdDir{name: name, root: handle}, nil
 }
+
+// cwdDir is a session's working directory opened by openCwd.
+type cwdDir struct {
+	name string
+	root *os.Root
+}
+
+func (d *cwdDir) Name() string   { return d.name }
+func (d *cwdDir) Root() *os.Root { return d.root }
+func (d *cwdDir) Close() error   { return d.root.Close() }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	hs, err := s.cfg.Deployment.Store().List()

@@ -390,13 +390,24 @@ func (s redactingStore) Open(id string) (*session.Session, error) {
 	return sess, nil
 }
 
-// Registry is the registry the prompt is assembled from. Registering in
-// it directly is possible, and names registered there are not owned by
-// any plugin.
-func (d *Deployment) Registry() *prompt.Registry { return d.reg }
+// Compile compiles, one plugin at a time until ctx is done, the module of
+// every plugin that loaded lazily and has not needed it yet: a
+// long-running program calls it in the background rather than compile on
+// each plugin's first call. It returns what failed (that plugin's first
+// call would fail the same way).
+func (d *Deployment) Compile(ctx context.Context) error { return d.host.CompileAll(ctx) }
 
-// Bus is the event bus of every session of the deployment.
-func (d *Deployment) Bus() *events.Bus { return d.bus }
+// PluginInstances counts the plugin instances open now, over every plugin
+// (each agent that used a plugin holds one of it).
+func (d *Deployment) PluginInstances() int {
+	n := 0
+	for _, name := range d.host.Plugins() {
+		if p := d.host.Plugin(name); p != nil {
+			n += p.Instances()
+		}
+	}
+	return n
+}
 
 // Host is the plugin host.
 func (d *Deployment) Host() *plugin.Host { return d.host }

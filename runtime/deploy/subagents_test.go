@@ -380,7 +380,7 @@ func (p customProvider) Start(context.Context, subagent.Request) (subagent.Run, 
 }
 
 func toolDesc(d *deploy.Deployment, name string) (string, bool) {
-	for _, t := range d.Registry().Tools() {
+	for _, t := range deploy.RegistryOf(d).Tools() {
 		if t.Name == name {
 			return t.Description, true
 		}
@@ -452,7 +452,7 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 func TestFailingProviderRemovedListenerDoesNotStarveTheTool(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{}})
-	if _, err := d.Bus().On(events.EventProviderRemoved, "thrower", func(context.Context, any) error {
+	if _, err := deploy.BusOf(d).On(events.EventProviderRemoved, "thrower", func(context.Context, any) error {
 		panic("listener bug")
 	}); err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func TestFailingProviderAddedListenerRollsBack(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{},
 		Plugins: []plugin.Spec{subagentGuest("helper", "custom", "helper", "custom")}})
-	if _, err := d.Bus().On(events.EventProviderAdded, "refuser", func(context.Context, any) error {
+	if _, err := deploy.BusOf(d).On(events.EventProviderAdded, "refuser", func(context.Context, any) error {
 		return errors.New("not this one")
 	}); err != nil {
 		t.Fatal(err)
