@@ -225,3 +225,91 @@ func TestSealFrontEndsImportPublicOnly(t *testing.T) {
 		}
 	}
 }
+
+// rootDir is the root package, the embedding API.
+const rootDir = "runtime/deploy"
+
+// TestSealRootExportsAreDocumented: every export of the root (function,
+// method of an exported type, type, variable, constant, and every
+// exported field or interface method) has a doc comment; a grouped
+// constant or variable may share its group's.
+func TestSealRootExportsAreDocumented(t *testing.T) {
+	var missing []string
+	for _, f := range libraryFiles(t) {
+		if f.dir != rootDir {
+			continue
+		}
+		for _, decl := range f.file.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				name := d.Name.Name
+				if d.Recv != nil {
+					recv := recvName(d.Recv.List[0].Type)
+					if !ast.IsExported(recv) {
+						continue
+					}
+					name = recv + "." + name
+				}
+				if d.Doc == nil {
+					missing = append(missing, name)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() && s.Doc == nil && d.Doc == nil && s.Comment == nil {
+								missing = append(missing, n.Name)
+							}
+						}
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							continue
+						}
+						if s.Doc == nil && d.Doc == nil {
+							missing = append(missing, s.Name.Name)
+						}
+						missing = append(missing, undocumentedMembers(s.Name.Name, s.Type)...)
+					}
+				}
+			}
+		}
+	}
+	for _, m := range missing {
+		t.Errorf("%s: %s has no doc comment", rootDir, m)
+	}
+}
+
+// undocumentedMembers lists a struct's exported fields or an interface's
+// methods without a doc or line comment.
+func undocumentedMembers(typ string, e ast.Expr) []string {
+	var list *ast.FieldList
+	switch x := e.(type) {
+	case *ast.StructType:
+		list = x.Fields
+	case *ast.InterfaceType:
+		list = x.Methods
+	default:
+		return nil
+	}
+	var out []string
+	for _, fld := range list.List {
+		if fld.Doc != nil || fld.Comment != nil {
+			continue
+		}
+		for _, n := range fld.Names {
+			if n.IsExported() {
+				out = append(out, typ+"."+n.Name)
+			}
+		}
+		if len(fld.Names) == 0 {
+			if n := recvName(fld.Type); ast.IsExported(n) {
+				out = append(out, typ+"."+n)
+			}
+		}
+	}
+	return out
+}

@@ -136,10 +136,12 @@ type Limits struct {
 	AssemblyTimeout time.Duration
 	// PromptBytes caps the whole rendered system prompt.
 	PromptBytes int64
-	// StepOutputBytes, StepOutputTime and ToolArgumentBytes bound what
-	// one step's model call may send back (agent.OutputBounds).
-	StepOutputBytes   int64
-	StepOutputTime    time.Duration
+	// StepOutputBytes bounds the bytes one step's model call may send
+	// back; past it the step ends with code OUTPUT_LIMIT.
+	StepOutputBytes int64
+	// StepOutputTime bounds how long one step's model call may stream.
+	StepOutputTime time.Duration
+	// ToolArgumentBytes bounds the argument text of one tool call.
 	ToolArgumentBytes int64
 }
 

@@ -36,6 +36,7 @@ type TurnError struct {
 	Err error
 }
 
+// Error says which turn ended how, and why.
 func (e *TurnError) Error() string {
 	msg := fmt.Sprintf("turn %d ended %s", e.Turn, e.End.Kind)
 	if e.End.Reason != "" {
@@ -49,6 +50,7 @@ func (e *TurnError) Error() string {
 	return msg
 }
 
+// Unwrap returns the cause behind the end, if any.
 func (e *TurnError) Unwrap() error { return e.Err }
 
 // completed reports whether a turn's end counts as completed; every
