@@ -173,10 +173,6 @@ var knownLeaks = map[string]bool{
 	"runtime/plugin: Host.State mentions internal/pluginstate.Store": true,
 	"runtime/plugin: Options mentions internal/events.Bus":           true,
 	"runtime/plugin: Options mentions internal/pluginstate.Store":    true,
-	// Used only by tests of the ACP provider (cmd/dsh-wasm); to become
-	// unexported behind a test seam.
-	"runtime/deploy: Deployment.NewACPProvider mentions internal/subagent.Provider": true,
-	"runtime/deploy: Deployment.Subagents mentions internal/subagent.Registry":      true,
 }
 
 // TestSealNoInternalTypesInPublicAPI: no exported declaration of a public

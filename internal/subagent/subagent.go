@@ -338,3 +338,9 @@ func (o *observed) Wait(ctx context.Context) (Result, error) {
 	})
 	return res, err
 }
+
+// Of returns the registry of providers of a deployment (a
+// *deploy.Deployment), or nil for anything else. runtime/deploy sets it;
+// it is the seam through which tests outside that package register and
+// run providers, since the registry is not part of the root's API.
+var Of func(deployment any) *Registry
