@@ -18,7 +18,7 @@ import (
 )
 
 // eventAgentOpen is the loop's event as an agent opens on its session
-// (runtime/events.EventAgentOpen): a failing listener refuses the open.
+// (internal/events.EventAgentOpen): a failing listener refuses the open.
 const eventAgentOpen = "agent/open"
 
 // Settings is the bridge plugin's config (the operator's `config:`).
@@ -54,7 +54,7 @@ type Payloads interface {
 }
 
 // Event is the loop's payload at a hook point, as far as the bridge reads
-// it (runtime/agent PromptSubmit, ToolExecution, TurnStopping).
+// it (internal/agent PromptSubmit, ToolExecution, TurnStopping).
 type Event struct {
 	Turn      int    `json:"turn"`
 	Step      int    `json:"step"`
