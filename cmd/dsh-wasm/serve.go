@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-wasm/dsh-wasm/frontend/httpapi"
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/frontend/httpapi"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"

@@ -12,7 +12,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/dsh-wasm/dsh-wasm/frontend/acpagent"
+	"github.com/dsh-wasm/dsh-wasm/internal/frontend/acpagent"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dsh-wasm/dsh-wasm/frontend/mcpserver"
+	"github.com/dsh-wasm/dsh-wasm/internal/frontend/mcpserver"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
