@@ -124,7 +124,6 @@ func loopRows(c bconfig) ([]*row, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := d.Host().Plugin("kit")
 	group := fmt.Sprintf("agent loop, %d concurrent sessions, one Wasm tool call each", c.sessions)
 	turns := &row{group: group, name: "turn wall time (model included)", unit: "time"}
 	over := &row{group: group, name: "loop overhead (turn minus model time)", unit: "time", base: turns.name}
@@ -175,7 +174,7 @@ func loopRows(c bconfig) ([]*row, error) {
 		d.Close(ctx)
 		return nil, firstErr
 	}
-	if n := p.Instances(); n != 1 {
+	if n := d.PluginInstances(); n != 1 {
 		d.Close(ctx)
 		return nil, fmt.Errorf("%d instances of kit open after every session closed, want the load-time one", n)
 	}

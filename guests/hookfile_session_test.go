@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
 

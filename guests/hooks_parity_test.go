@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"

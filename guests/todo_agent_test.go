@@ -3,9 +3,9 @@ package guests
 import (
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"

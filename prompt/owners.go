@@ -47,8 +47,8 @@ func IsReservedSection(name string) bool {
 // IsReservedVariable reports whether a variable name is the harness's.
 func IsReservedVariable(name string) bool { return slices.Contains(reservedVariables, name) }
 
-// ReservedNames describes the reserved names for error messages and docs.
-func ReservedNames() string {
+// reservedNames describes the reserved names for error messages and docs.
+func reservedNames() string {
 	return fmt.Sprintf("sections %s*; variables %s", strings.Join(reservedSectionPrefixes, "*, "), strings.Join(reservedVariables, ", "))
 }
 

@@ -265,7 +265,7 @@ func (tx *Tx) AddSection(s Section) (Disposer, error) {
 		return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: err}
 	}
 	if s.Owner != "" && IsReservedSection(s.Name) {
-		return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: fmt.Errorf("%w: %s may not register it (reserved: %s)", ErrReservedName, s.Owner, ReservedNames())}
+		return nil, &RegistrationError{Kind: "section", Name: s.Name, Err: fmt.Errorf("%w: %s may not register it (reserved: %s)", ErrReservedName, s.Owner, reservedNames())}
 	}
 	var refs []string
 	if s.Dynamic == nil {
@@ -314,7 +314,7 @@ func (tx *Tx) AddVariable(name string, fn VariableFunc) (Disposer, error) {
 func (tx *Tx) AddOwnedVariable(name, owner string, fn VariableFunc) (Disposer, error) {
 	tx.check()
 	if owner != "" && IsReservedVariable(name) {
-		return nil, &RegistrationError{Kind: "variable", Name: name, Err: fmt.Errorf("%w: %s may not register it (reserved: %s)", ErrReservedName, owner, ReservedNames())}
+		return nil, &RegistrationError{Kind: "variable", Name: name, Err: fmt.Errorf("%w: %s may not register it (reserved: %s)", ErrReservedName, owner, reservedNames())}
 	}
 	if !validVariableName(name) {
 		return nil, &RegistrationError{Kind: "variable", Name: name, Err: fmt.Errorf("%w: must match [a-z][a-z0-9_]*", ErrInvalidVariable)}

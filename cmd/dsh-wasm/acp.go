@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-wasm/dsh-wasm/frontend/acpagent"
+	"github.com/dsh-wasm/dsh-wasm/internal/frontend/acpagent"
 )
 
 func newACPCmd(s streams) *cobra.Command {

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // acpChildDeployment is a deployment with an ACP provider whose children
@@ -23,21 +23,16 @@ func acpChildDeployment(t *testing.T, recording string) *deploy.Deployment {
 	if err := os.WriteFile(cfg, []byte("model: replayed\npersona: You are a child agent.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := deploy.New(context.Background(), deploy.Options{Model: "m", SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t)})
+	d, err := deploy.New(context.Background(), deploy.Options{Model: "m", SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
+		ACPProviders: []deploy.ACPProviderOptions{{
+			Name:    "acp",
+			Command: []string{binary(t), "acp", "--config", cfg, "--replay", recording},
+			Env:     []string{"XDG_DATA_HOME=" + t.TempDir()},
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close(context.Background()) })
-	p, err := d.NewACPProvider(deploy.ACPProviderOptions{
-		Command: []string{binary(t), "acp", "--config", cfg, "--replay", recording},
-		Env:     []string{"XDG_DATA_HOME=" + t.TempDir()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Subagents().Register(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
 	return d
 }
 
@@ -51,7 +46,7 @@ func TestACPProviderRunsOurOwnAgent(t *testing.T) {
 	parent := prompt.AgentFacts{ID: "agent-1", Session: "parent-session", Cwd: cwd}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := d.Subagents().Run(ctx, "acp", subagent.Request{Parent: parent, Description: "child", Prompt: "Reply with exactly the word CHILD_OK and nothing else."})
+	res, err := subagent.Of(d).Run(ctx, "acp", subagent.Request{Parent: parent, Description: "child", Prompt: "Reply with exactly the word CHILD_OK and nothing else."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +75,7 @@ func TestACPProviderCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan subagent.Result, 1)
 	go func() {
-		res, err := d.Subagents().Run(ctx, "acp", subagent.Request{Parent: prompt.AgentFacts{Session: "p", Cwd: t.TempDir()}, Prompt: "count slowly"})
+		res, err := subagent.Of(d).Run(ctx, "acp", subagent.Request{Parent: prompt.AgentFacts{Session: "p", Cwd: t.TempDir()}, Prompt: "count slowly"})
 		if err != nil {
 			t.Error(err)
 		}

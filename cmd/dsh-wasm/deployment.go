@@ -14,7 +14,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 )
 
@@ -55,13 +54,13 @@ func (o *opened) Close(ctx context.Context) error {
 // stops it (after the compilation under way). Failures are logged; the
 // plugin's first call reports them too.
 func (o *opened) compileInBackground(logger *slog.Logger) {
-	o.stopCompile = compileInBackground(o.Host(), logger)
+	o.stopCompile = compileInBackground(o.Deployment, logger)
 }
 
 // compileInBackground starts h.CompileAll and returns what stops it and
 // waits for it, at most compileStopWait.
-func compileInBackground(h *plugin.Host, logger *slog.Logger) (stop func()) {
-	return runInBackground(h.CompileAll, compileStopWait, logger)
+func compileInBackground(d *deploy.Deployment, logger *slog.Logger) (stop func()) {
+	return runInBackground(d.Compile, compileStopWait, logger)
 }
 
 // compileStopWait bounds how long a command that ends waits for a

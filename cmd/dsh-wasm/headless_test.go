@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/internal/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )

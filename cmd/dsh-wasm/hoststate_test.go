@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
+	"github.com/dsh-wasm/dsh-wasm/internal/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-wasm/dsh-wasm/frontend/mcpserver"
+	"github.com/dsh-wasm/dsh-wasm/internal/frontend/mcpserver"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-wasm/dsh-wasm/frontend/httpapi"
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/frontend/httpapi"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -134,7 +134,7 @@ func serve(ctx context.Context, s streams, f *serveFlags) error {
 		return fmt.Errorf("open %s: %w", f.config, err)
 	}
 	defer d.Close(context.WithoutCancel(ctx))
-	defer compileInBackground(d.Host(), logger)()
+	defer compileInBackground(d, logger)()
 	hc := httpapi.Config{Deployment: d, Workspaces: cfg.Serve.Workspaces, Tokens: tokens,
 		MaxTurns: cfg.Serve.MaxTurns, MaxTenantTurns: cfg.Serve.MaxTenantTurns, Logger: logger}
 	if pg != nil {

@@ -13,7 +13,6 @@ import (
 	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -46,7 +45,7 @@ type (
 	eventMsg    struct{ e session.Event }
 	streamEnd   struct{}
 	turnDoneMsg struct {
-		res agent.TurnResult
+		res deploy.TurnResult
 		err error
 	}
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 )
 

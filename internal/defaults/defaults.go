@@ -2,7 +2,7 @@
 // maximum of a plugin's grants (runtime/config.Grants): the numbers the
 // YAML decoder validates against, the defaults runtime/config resolves
 // zero fields to, and the fallbacks the jails (fsjail, execjail, netguard)
-// apply when they are used alone. It imports only runtime/pluginstate (a
+// apply when they are used alone. It imports only internal/pluginstate (a
 // leaf that owns the state default, so that it stays a leaf itself), so
 // that every one of them can refer to it instead of keeping a copy.
 package defaults
@@ -10,7 +10,7 @@ package defaults
 import (
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 )
 
 const (

@@ -74,7 +74,7 @@ func libraryFiles(t *testing.T) []goFile {
 			return err
 		}
 		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, p, src, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, p, src, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return err
 		}

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 )
 
 func promptAttacks() []hostileAttack {

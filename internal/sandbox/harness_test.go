@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
@@ -491,7 +491,7 @@ func (e *env) lifecycle() {
 // legit proves the host still serves legitimate work after the attack:
 // the attacker's own benign tool when it is still loaded (on a re-created
 // instance if the attack killed one), otherwise a benign plugin loaded
-// now; then one agent turn through runtime/agent in which the model calls
+// now; then one agent turn through internal/agent in which the model calls
 // that tool.
 func (e *env) legit() {
 	e.t.Helper()

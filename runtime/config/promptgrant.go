@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 )
 
 // Default prompt placement: after the deployment's persona (order 0), at

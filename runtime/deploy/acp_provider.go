@@ -14,9 +14,9 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // ACPProviderOptions configure a provider whose children are external
@@ -42,11 +42,11 @@ type ACPProviderOptions struct {
 // finish a turn.
 var ErrACPAgent = errors.New("deploy: ACP agent failed")
 
-// NewACPProvider returns a provider that runs each child as the external
+// newACPProvider returns a provider that runs each child as the external
 // ACP agent in opts.Command, acting as its ACP client. The child does not
 // inherit the parent's context. Its transcript (the prompt and the final
 // answer) is kept in d's store as a session of its own naming the parent.
-func (d *Deployment) NewACPProvider(opts ACPProviderOptions) (subagent.Provider, error) {
+func (d *Deployment) newACPProvider(opts ACPProviderOptions) (subagent.Provider, error) {
 	if len(opts.Command) == 0 || opts.Command[0] == "" {
 		return nil, fmt.Errorf("%w: ACP provider: no command", ErrInvalidOptions)
 	}

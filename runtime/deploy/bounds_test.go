@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"

@@ -13,15 +13,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -84,7 +84,7 @@ type Options struct {
 	// plugin of it may be granted or see (plugin.HostState).
 	Tenants string
 	// Compaction, when set, compacts long conversations in every session.
-	Compaction *agent.CompactionOptions
+	Compaction *CompactionOptions
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
 	MaxSteps int
 	// SubagentDepth is the deepest a child agent of the built-in spawn
@@ -136,10 +136,12 @@ type Limits struct {
 	AssemblyTimeout time.Duration
 	// PromptBytes caps the whole rendered system prompt.
 	PromptBytes int64
-	// StepOutputBytes, StepOutputTime and ToolArgumentBytes bound what
-	// one step's model call may send back (agent.OutputBounds).
-	StepOutputBytes   int64
-	StepOutputTime    time.Duration
+	// StepOutputBytes bounds the bytes one step's model call may send
+	// back; past it the step ends with code OUTPUT_LIMIT.
+	StepOutputBytes int64
+	// StepOutputTime bounds how long one step's model call may stream.
+	StepOutputTime time.Duration
+	// ToolArgumentBytes bounds the argument text of one tool call.
 	ToolArgumentBytes int64
 }
 
@@ -200,7 +202,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		return nil, fmt.Errorf("%w: MaxSteps %d is negative", ErrInvalidOptions, opts.MaxSteps)
 	}
 	if opts.Compaction != nil {
-		if err := opts.Compaction.Validate(); err != nil {
+		if err := opts.Compaction.loop().Validate(); err != nil {
 			return nil, fmt.Errorf("%w: compaction: %w", ErrInvalidOptions, err)
 		}
 	}
@@ -300,7 +302,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	if opts.Compaction != nil {
-		if d.offCompat, err = agent.AttachCompaction(d.bus, *opts.Compaction); err != nil {
+		if d.offCompat, err = agent.AttachCompaction(d.bus, opts.Compaction.loop()); err != nil {
 			return nil, fmt.Errorf("deploy: compaction: %w", err)
 		}
 	}
@@ -390,13 +392,24 @@ func (s redactingStore) Open(id string) (*session.Session, error) {
 	return sess, nil
 }
 
-// Registry is the registry the prompt is assembled from. Registering in
-// it directly is possible, and names registered there are not owned by
-// any plugin.
-func (d *Deployment) Registry() *prompt.Registry { return d.reg }
+// Compile compiles, one plugin at a time until ctx is done, the module of
+// every plugin that loaded lazily and has not needed it yet: a
+// long-running program calls it in the background rather than compile on
+// each plugin's first call. It returns what failed (that plugin's first
+// call would fail the same way).
+func (d *Deployment) Compile(ctx context.Context) error { return d.host.CompileAll(ctx) }
 
-// Bus is the event bus of every session of the deployment.
-func (d *Deployment) Bus() *events.Bus { return d.bus }
+// PluginInstances counts the plugin instances open now, over every plugin
+// (each agent that used a plugin holds one of it).
+func (d *Deployment) PluginInstances() int {
+	n := 0
+	for _, name := range d.host.Plugins() {
+		if p := d.host.Plugin(name); p != nil {
+			n += p.Instances()
+		}
+	}
+	return n
+}
 
 // Host is the plugin host.
 func (d *Deployment) Host() *plugin.Host { return d.host }

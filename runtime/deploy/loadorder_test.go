@@ -31,7 +31,7 @@ func TestPluginsRegisterInTheConfiguredOrder(t *testing.T) {
 	}
 	for range 3 {
 		d := open(t, deploy.Options{Plugins: specs})
-		asm, err := d.Registry().Assemble(context.Background(), prompt.AssembleContext{Agent: &prompt.AgentFacts{ID: "a"}})
+		asm, err := deploy.RegistryOf(d).Assemble(context.Background(), prompt.AssembleContext{Agent: &prompt.AgentFacts{ID: "a"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
@@ -111,7 +110,7 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 		opts.Plugins = append(opts.Plugins, spec)
 	}
 	if c := cfg.Compaction; c != nil {
-		opts.Compaction = &agent.CompactionOptions{ContextWindow: c.ContextWindow, TriggerRatio: c.TriggerRatio,
+		opts.Compaction = &CompactionOptions{ContextWindow: c.ContextWindow, TriggerRatio: c.TriggerRatio,
 			RetainTokens: c.RetainTokens, Instructions: c.Instructions}
 	}
 	dc := providerOptions(cfg)

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -90,10 +90,10 @@ limits: %s
 
 // promptWithin runs one turn and fails the test if it has not ended
 // after limit: on code without the bounds the turn never ends.
-func promptWithin(t *testing.T, s *deploy.Session, limit time.Duration) agent.TurnResult {
+func promptWithin(t *testing.T, s *deploy.Session, limit time.Duration) deploy.TurnResult {
 	t.Helper()
 	type out struct {
-		res agent.TurnResult
+		res deploy.TurnResult
 		err error
 	}
 	done := make(chan out, 1)
@@ -114,13 +114,13 @@ func promptWithin(t *testing.T, s *deploy.Session, limit time.Duration) agent.Tu
 		s.Cancel("test over")
 		<-done
 		t.Fatalf("the step did not end within %v", limit)
-		return agent.TurnResult{}
+		return deploy.TurnResult{}
 	}
 }
 
 // expectOutputLimit fails unless the turn ended as an error of the
 // output bounds, mentioning want.
-func expectOutputLimit(t *testing.T, res agent.TurnResult, want string) {
+func expectOutputLimit(t *testing.T, res deploy.TurnResult, want string) {
 	t.Helper()
 	if res.End.Kind != session.EndError || res.End.Code != agent.CodeOutputLimit ||
 		!errors.Is(res.Err, model.ErrOutputLimit) || !strings.Contains(res.End.Message, want) {

@@ -17,7 +17,9 @@ import (
 // (none when empty: the {{cwd}} variable then has no value) and model
 // (the deployment's when empty).
 type PromptOptions struct {
-	Cwd   string
+	// Cwd is the agent's working directory; empty for none.
+	Cwd string
+	// Model is the agent's model; empty means the deployment's.
 	Model string
 }
 
@@ -38,6 +40,7 @@ type Prompt struct {
 
 // PartInfo describes one section or tool of a prompt.
 type PartInfo struct {
+	// Name is the section's or the tool's name.
 	Name string `json:"name"`
 	// Order is a section's order, or a tool's position (from 0).
 	Order int `json:"order"`
@@ -46,7 +49,8 @@ type PartInfo struct {
 	Owner string `json:"owner"`
 	// Bytes is the rendered section's size, or the size of the tool's
 	// JSON as sent; Tokens estimates it as bytes/4, rounded up.
-	Bytes  int `json:"bytes"`
+	Bytes int `json:"bytes"`
+	// Tokens estimates Bytes as bytes/4, rounded up.
 	Tokens int `json:"tokens"`
 	// Variables are the {{names}} the text references, in order of
 	// first use.

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 

@@ -7,10 +7,10 @@ import (
 	"os"
 	"sync"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
+	"github.com/dsh-wasm/dsh-wasm/internal/replay"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/workdir"
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -46,8 +46,8 @@ type SessionOptions struct {
 	// It must not block.
 	OnEvent func(session.Event)
 	// Permission asks the user whether a tool call a hook wants confirmed
-	// may run (agent.Options.Permission). Nil refuses every such call.
-	Permission agent.PermissionFunc
+	// may run . Nil refuses every such call.
+	Permission PermissionFunc
 }
 
 // Session is one agent on one session log. Its methods are safe for
@@ -212,7 +212,7 @@ func (d *Deployment) newSession(ctx context.Context, opts SessionOptions, child 
 		Tools:      runner{d},
 		Logger:     d.log,
 		State:      d.state,
-		Permission: opts.Permission,
+		Permission: opts.Permission.loop(),
 		// The deployment's limits bound every step's assembly too.
 		Bounds: agent.AssemblyBounds{Timeout: d.opts.Limits.AssemblyTimeout, PromptBytes: d.opts.Limits.PromptBytes},
 		Output: d.opts.Limits.output(),
@@ -294,8 +294,9 @@ func (s *Session) History() []session.Event { return s.sess.Events() }
 //
 // The result and the error are redacted with the deployment's secrets,
 // as the recorded turn/end is.
-func (s *Session) Prompt(ctx context.Context, text string) (agent.TurnResult, error) {
-	res, err := s.agent.Prompt(ctx, text)
+func (s *Session) Prompt(ctx context.Context, text string) (TurnResult, error) {
+	r, err := s.agent.Prompt(ctx, text)
+	res := TurnResult(r)
 	red := s.d.opts.Redactor
 	res.End.Message, res.End.Reason = red.String(res.End.Message), red.String(res.End.Reason)
 	res.Text, res.Err = red.String(res.Text), red.Error(res.Err)

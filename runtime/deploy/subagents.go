@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // Names of the built-in subagent providers every deployment registers.
@@ -27,10 +27,17 @@ const (
 // open in this deployment.
 var ErrNoParent = errors.New("deploy: the parent session is not open here")
 
-// Subagents is the deployment's registry of subagent providers. Spawn and
-// fork are registered when the deployment opens; an embedder may add
-// others (an ACP agent, say) and remove them.
-func (d *Deployment) Subagents() *subagent.Registry { return d.subs }
+// The registry of subagent providers is not API: an embedder adds ACP
+// agents with Options.ACPProviders. Tests outside this package reach it
+// through subagent.Of.
+func init() {
+	subagent.Of = func(deployment any) *subagent.Registry {
+		if d, ok := deployment.(*Deployment); ok {
+			return d.subs
+		}
+		return nil
+	}
+}
 
 // registerSubagentProviders registers spawn and fork, after the plugins
 // loaded, so that a plugin reacting to subagent/provider-added sees them
@@ -52,7 +59,7 @@ func (d *Deployment) registerSubagentProviders(ctx context.Context) error {
 		if o.Stderr == nil {
 			o.Stderr = logWriter{d.log, o.Name}
 		}
-		p, err := d.NewACPProvider(o)
+		p, err := d.newACPProvider(o)
 		if err != nil {
 			return err
 		}

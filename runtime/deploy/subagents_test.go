@@ -14,15 +14,15 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
-	"github.com/dsh-wasm/dsh-wasm/runtime/subagent"
 )
 
 // subagentGuest is builtin:subagent under name, bound to provider, its
@@ -380,7 +380,7 @@ func (p customProvider) Start(context.Context, subagent.Request) (subagent.Run, 
 }
 
 func toolDesc(d *deploy.Deployment, name string) (string, bool) {
-	for _, t := range d.Registry().Tools() {
+	for _, t := range deploy.RegistryOf(d).Tools() {
 		if t.Name == name {
 			return t.Description, true
 		}
@@ -399,20 +399,20 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 	if _, ok := toolDesc(d, "helper"); ok {
 		t.Fatal("the tool exists before its provider")
 	}
-	if err := d.Subagents().Register(ctx, customProvider{name: "custom"}); err != nil {
+	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom"}); err != nil {
 		t.Fatal(err)
 	}
 	desc, ok := toolDesc(d, "helper")
 	if !ok || !strings.Contains(desc, "does not see this conversation") || strings.Contains(desc, "INHERITS") {
 		t.Fatalf("after provider-added: %v %q", ok, desc)
 	}
-	if err := d.Subagents().Unregister(ctx, "custom"); err != nil {
+	if err := subagent.Of(d).Unregister(ctx, "custom"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := toolDesc(d, "helper"); ok {
 		t.Fatal("the tool survived provider-removed")
 	}
-	if err := d.Subagents().Register(ctx, customProvider{name: "custom", inherit: true}); err != nil {
+	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom", inherit: true}); err != nil {
 		t.Fatal(err)
 	}
 	if desc, _ := toolDesc(d, "helper"); !strings.Contains(desc, "INHERITS") {
@@ -420,7 +420,7 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 	}
 	// Reload: dsh_init asks subagent_providers and words the tool from
 	// the provider as it is now.
-	if err := d.Subagents().Unregister(ctx, "custom"); err != nil {
+	if err := subagent.Of(d).Unregister(ctx, "custom"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Host().Reload(ctx, spec); err != nil {
@@ -429,7 +429,7 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 	if _, ok := toolDesc(d, "helper"); ok {
 		t.Fatal("reloaded without its provider, the tool is there")
 	}
-	if err := d.Subagents().Register(ctx, customProvider{name: "custom"}); err != nil {
+	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Host().Reload(ctx, spec); err != nil {
@@ -452,7 +452,7 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 func TestFailingProviderRemovedListenerDoesNotStarveTheTool(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{}})
-	if _, err := d.Bus().On(events.EventProviderRemoved, "thrower", func(context.Context, any) error {
+	if _, err := deploy.BusOf(d).On(events.EventProviderRemoved, "thrower", func(context.Context, any) error {
 		panic("listener bug")
 	}); err != nil {
 		t.Fatal(err)
@@ -460,13 +460,13 @@ func TestFailingProviderRemovedListenerDoesNotStarveTheTool(t *testing.T) {
 	if _, err := d.Host().Load(ctx, subagentGuest("helper", "custom", "helper", "custom")); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Subagents().Register(ctx, customProvider{name: "custom"}); err != nil {
+	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := toolDesc(d, "helper"); !ok {
 		t.Fatal("no tool after provider-added")
 	}
-	err := d.Subagents().Unregister(ctx, "custom")
+	err := subagent.Of(d).Unregister(ctx, "custom")
 	if !errors.Is(err, events.ErrListenerPanic) {
 		t.Fatalf("Unregister = %v, want the thrower reported", err)
 	}
@@ -481,15 +481,15 @@ func TestFailingProviderAddedListenerRollsBack(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{},
 		Plugins: []plugin.Spec{subagentGuest("helper", "custom", "helper", "custom")}})
-	if _, err := d.Bus().On(events.EventProviderAdded, "refuser", func(context.Context, any) error {
+	if _, err := deploy.BusOf(d).On(events.EventProviderAdded, "refuser", func(context.Context, any) error {
 		return errors.New("not this one")
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Subagents().Register(ctx, customProvider{name: "custom"}); err == nil {
+	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom"}); err == nil {
 		t.Fatal("Register succeeded although a listener refused")
 	}
-	if _, ok := d.Subagents().Lookup("custom"); ok {
+	if _, ok := subagent.Of(d).Lookup("custom"); ok {
 		t.Fatal("the refused provider is registered")
 	}
 	if _, ok := toolDesc(d, "helper"); ok {
@@ -500,7 +500,7 @@ func TestFailingProviderAddedListenerRollsBack(t *testing.T) {
 // The deployment offers spawn and fork, with their facts.
 func TestBuiltinProviders(t *testing.T) {
 	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{}})
-	got := d.Subagents().Providers()
+	got := subagent.Of(d).Providers()
 	if len(got) != 2 || got[0].Name != "spawn" || got[0].InheritsParentContext || got[1].Name != "fork" || !got[1].InheritsParentContext {
 		t.Fatalf("providers %+v", got)
 	}
@@ -557,7 +557,7 @@ subagents:
 	}
 	defer d.Close(ctx)
 	var names []string
-	for _, p := range d.Subagents().Providers() {
+	for _, p := range subagent.Of(d).Providers() {
 		names = append(names, p.Name)
 		if p.Capabilities.MaxDepth != 2 {
 			t.Errorf("provider %s has depth limit %d, want the file's 2", p.Name, p.Capabilities.MaxDepth)

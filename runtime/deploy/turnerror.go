@@ -32,10 +32,11 @@ type TurnError struct {
 	// End is the reason recorded in turn/end.
 	End session.EndReason
 	// Err is the cause behind the end, when there is one (see
-	// agent.TurnResult.Err); errors.Is and errors.As see through to it.
+	// TurnResult.Err); errors.Is and errors.As see through to it.
 	Err error
 }
 
+// Error says which turn ended how, and why.
 func (e *TurnError) Error() string {
 	msg := fmt.Sprintf("turn %d ended %s", e.Turn, e.End.Kind)
 	if e.End.Reason != "" {
@@ -52,6 +53,7 @@ func (e *TurnError) Error() string {
 	return msg
 }
 
+// Unwrap returns the cause behind the end, if any.
 func (e *TurnError) Unwrap() error { return e.Err }
 
 // completed reports whether a turn's end counts as completed; every

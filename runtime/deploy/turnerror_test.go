@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/agent"
+	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"

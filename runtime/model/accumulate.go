@@ -332,7 +332,7 @@ func (a *Accumulator) add(c Chunk) error {
 		if c.Reason == nil || c.Reason.Kind == "" {
 			return malformed("finish chunk without a reason")
 		}
-		if !KnownFinish(c.Reason.Kind) {
+		if !knownFinish(c.Reason.Kind) {
 			return malformedf("unknown finish reason %q", c.Reason.Kind)
 		}
 		for i := range a.blocks {

@@ -45,8 +45,8 @@ const (
 	FinishError     = "error"      // the provider reported a failure: Message, Code
 )
 
-// KnownFinish reports whether kind is one of the Finish kinds.
-func KnownFinish(kind string) bool {
+// knownFinish reports whether kind is one of the Finish kinds.
+func knownFinish(kind string) bool {
 	switch kind {
 	case FinishStop, FinishToolCalls, FinishMaxTokens, FinishAborted, FinishError:
 		return true

@@ -11,14 +11,14 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/fsjail"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 	"github.com/tetratelabs/wazero/api"
 )
 

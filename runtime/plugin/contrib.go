@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
 // Contribution is what a plugin registered. Its tools are as the

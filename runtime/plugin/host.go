@@ -20,11 +20,11 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/budget"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // Options configure a Host. The zero value of every field but Registry

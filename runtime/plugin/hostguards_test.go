@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // Unit tests of host-function guarantees that only the hostile suite

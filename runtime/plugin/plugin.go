@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/execjail"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/abi/dsh"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/image"
 	"github.com/dsh-wasm/dsh-wasm/runtime/plugin/internal/interrupt"

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
 // What a plugin may do to the prompt: where its sections sit

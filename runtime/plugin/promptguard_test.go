@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
 )
 
 const testPersona = "You are the test deployment on {{model}}."

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 type probeOut struct {

@@ -16,7 +16,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
 )
 
@@ -79,7 +78,7 @@ func record() error {
 	if err != nil {
 		return err
 	}
-	rec := replay.NewRecorder(inner, out)
+	rec := deploy.NewRecorder(inner, out)
 	d, err := deploy.Open(ctx, filepath.Join(here, "dsh.yml"), deploy.Options{
 		Provider: rec, SessionsDir: filepath.Join(tmp, "sessions"),
 		// dsh.yml loads built-in plugins, which are opt-in.

@@ -19,11 +19,11 @@ import (
 )
 
 // eventAgentOpen is the loop's event as an agent opens on its session
-// (runtime/events.EventAgentOpen): a failing listener refuses the open.
+// (internal/events.EventAgentOpen): a failing listener refuses the open.
 const eventAgentOpen = "agent/open"
 
 // eventAgentEnd is the loop's event as an agent ends
-// (runtime/events.EventAgentEnd); failures are only logged.
+// (internal/events.EventAgentEnd); failures are only logged.
 const eventAgentEnd = "agent/end"
 
 // SubagentType is the agent_type of SubagentStart and SubagentStop, and
@@ -53,7 +53,7 @@ type Payloads interface {
 }
 
 // Event is the loop's payload at a hook point, as far as the bridge reads
-// it (runtime/agent PromptSubmit, ToolExecution, TurnStopping).
+// it (internal/agent PromptSubmit, ToolExecution, TurnStopping).
 type Event struct {
 	Turn      int    `json:"turn"`
 	Step      int    `json:"step"`

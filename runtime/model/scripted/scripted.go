@@ -8,8 +8,8 @@
 package scripted
 
 import (
+	"github.com/dsh-wasm/dsh-wasm/internal/replay"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/model/replay"
 )
 
 // Call is one tool call of a step.
@@ -80,15 +80,9 @@ func words(text string) []string {
 	return append(out, text[start:])
 }
 
-// Script makes a replay script answering turn 1's steps, in order, with
-// answers.
-func Script(name string, answers ...Answer) *replay.Script {
-	return TurnsScript(name, answers)
-}
-
-// TurnsScript makes a replay script whose turn N+1 answers with turns[N],
+// turnsScript makes a replay script whose turn N+1 answers with turns[N],
 // step by step.
-func TurnsScript(name string, turns ...[]Answer) *replay.Script {
+func turnsScript(name string, turns ...[]Answer) *replay.Script {
 	s := &replay.Script{Name: name}
 	for t, answers := range turns {
 		for i, a := range answers {
@@ -98,7 +92,13 @@ func TurnsScript(name string, turns ...[]Answer) *replay.Script {
 	return s
 }
 
-// Provider is a replay provider over TurnsScript.
-func Provider(turns ...[]Answer) (*replay.Provider, error) {
-	return replay.New(TurnsScript("scripted", turns...), replay.Options{})
+// Provider is a model that answers turn N+1 with turns[N], step by step,
+// as a recorded session replays.
+func Provider(turns ...[]Answer) (model.Provider, error) {
+	p, err := replay.New(turnsScript("scripted", turns...), replay.Options{})
+	if err != nil {
+		// Not a nil *replay.Provider in a non-nil interface.
+		return nil, err
+	}
+	return p, nil
 }

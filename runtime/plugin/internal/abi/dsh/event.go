@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/events"
 )
 
 func validEventName(s string) bool {

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
 )
 
 // Quotas on session_event_append, per plugin and session.

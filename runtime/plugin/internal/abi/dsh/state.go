@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/pluginstate"
+	"github.com/dsh-wasm/dsh-wasm/internal/pluginstate"
 )
 
 // hostStateGet implements state_get, in the call's state scope.
