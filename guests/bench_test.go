@@ -147,7 +147,8 @@ func (n *nativeFS) read(rel string, offset, limit int) (string, error) {
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	out.WriteString("<path>" + rel + "</path>\n<type>file</type>\n<content>\n")
+	// The result names the file by its absolute path, as tool-fs does.
+	out.WriteString("<path>" + filepath.Join(n.dir, rel) + "</path>\n<type>file</type>\n<content>\n")
 	lines, kept, size, last := 0, 0, 0, 0
 	var partial []byte
 	for {

@@ -385,3 +385,25 @@ func TestToolFSWriteDiffMeta(t *testing.T) {
 		t.Errorf("the same content again: meta = %s, want none", m)
 	}
 }
+
+// An edit next to a line longer than a result's meta may hold (a
+// minified file, a log line) succeeds, and its result carries no diffs:
+// the diff is dropped before any line is copied, never the edit. A diff
+// built first and refused after ran the guest out of memory and trapped.
+func TestToolFSEditBesideAHugeLine(t *testing.T) {
+	e := loadTool(t, "tool-fs", workspaceRW(), `{"max_bytes":1048576}`, 0)
+	huge := strings.Repeat("0123456789abcdef ", 10<<20/17)
+	e.write(t, "min.js", huge+"\nMARKER_A\n")
+	e.ok(t, "read", `{"file_path":"min.js","limit":1}`)
+	r := e.call(t, "edit", jsonArgs("file_path", "min.js", "old_string", "MARKER_A", "new_string", "MARKER_B"))
+	if r.IsError || !strings.Contains(r.Text, "updated successfully") {
+		t.Fatalf("edit beside a 10 MB line: %q", r.Text)
+	}
+	if len(r.Meta) != 0 {
+		t.Errorf("the result carries %d bytes of meta; want none past the meta limit", len(r.Meta))
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, "min.js"))
+	if err != nil || string(b) != huge+"\nMARKER_B\n" {
+		t.Fatalf("the file after the edit: %d bytes, %v", len(b), err)
+	}
+}

@@ -85,10 +85,22 @@ func lineChange(before, after []byte) (change, bool) {
 }
 
 // hunks groups changes (in order, not overlapping) into hunks with
-// diffContext lines around them, merging changes whose context meets.
+// diffContext lines around them, merging changes whose context meets. It
+// returns nil, before copying any line, when the hunks would hold more
+// than the host takes as a result's meta (a context line of a file with
+// very long lines, say): the front ends then show the text, and the edit
+// never fails for its diff.
 func hunks(path string, before, after []byte, changes []change) []fileDiff {
 	oldLines, newLines := splitLines(before), splitLines(after)
 	clip := func(n, max int) int { return min(n, max) }
+	size := 0
+	span := func(lines [][]byte) int {
+		n := 0
+		for _, l := range lines {
+			n += len(l) + 1
+		}
+		return n
+	}
 	var out []fileDiff
 	for i := 0; i < len(changes); {
 		first, last := changes[i], changes[i]
@@ -101,6 +113,9 @@ func hunks(path string, before, after []byte, changes []change) []fileDiff {
 		oldFrom, newFrom := first.oldFrom-lead, first.newFrom-lead
 		trail := diffContext
 		oldTo, newTo := clip(last.oldTo+trail, len(oldLines)), clip(last.newTo+trail, len(newLines))
+		if size += span(oldLines[min(oldFrom, oldTo):oldTo]) + span(newLines[min(newFrom, newTo):newTo]); size > hostfns.MaxToolMeta {
+			return nil
+		}
 		d := fileDiff{Path: path, NewText: string(bytes.Join(newLines[min(newFrom, newTo):newTo], []byte{'\n'}))}
 		if o := oldLines[min(oldFrom, oldTo):oldTo]; len(o) > 0 {
 			s := string(bytes.Join(o, []byte{'\n'}))
@@ -114,6 +129,9 @@ func hunks(path string, before, after []byte, changes []change) []fileDiff {
 // diffMeta is a result's meta holding diffs, or nil when it would be
 // larger than the host takes (the front ends then show the text).
 func diffMeta(diffs []fileDiff) json.RawMessage {
+	if len(diffs) == 0 {
+		return nil
+	}
 	b, err := json.Marshal(struct {
 		Diffs []fileDiff `json:"diffs"`
 	}{diffs})
