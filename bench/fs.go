@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // fsRows runs builtin:tool-fs through the host and a native Go version of

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // child runs this process as one of the bench's helper processes when

@@ -19,7 +19,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -114,13 +113,13 @@ func loopRows(c bconfig) ([]*row, error) {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return nil, err
 	}
-	cch, err := cache()
+	cch, err := deployCache()
 	if err != nil {
 		return nil, err
 	}
 	goroutines0 := runtime.NumGoroutine()
 	d, err := deploy.New(ctx, deploy.Options{Model: "m", Provider: timedProvider{prov}, SessionsDir: sessions, Cache: cch, Logger: discard(),
-		Plugins: []plugin.Spec{{Name: "kit", Source: kit, Config: json.RawMessage(`{"tools":["echo_args"]}`)}}})
+		Plugins: []deploy.PluginSpec{{Name: "kit", Source: kit, Config: json.RawMessage(`{"tools":["echo_args"]}`)}}})
 	if err != nil {
 		return nil, err
 	}

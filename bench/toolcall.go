@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tetratelabs/wazero"
@@ -68,8 +69,9 @@ func newHost(cache *plugin.Cache) (*plugin.Host, error) {
 }
 
 var (
-	benchCache    *plugin.Cache
-	benchCacheDir string
+	benchCache       *plugin.Cache
+	benchDeployCache *deploy.Cache
+	benchCacheDir    string
 )
 
 // cache is one compilation cache for the whole run, in a temporary
@@ -86,6 +88,20 @@ func cache() (*plugin.Cache, error) {
 	benchCacheDir = dir
 	benchCache, err = plugin.NewCache(dir)
 	return benchCache, err
+}
+
+// deployCache is the run's cache (cache) for deployments: the same
+// directory, opened through the root.
+func deployCache() (*deploy.Cache, error) {
+	if benchDeployCache != nil {
+		return benchDeployCache, nil
+	}
+	if _, err := cache(); err != nil {
+		return nil, err
+	}
+	var err error
+	benchDeployCache, err = deploy.NewCache(benchCacheDir)
+	return benchDeployCache, err
 }
 
 // hostCaller loads source on a host of its own and calls tool through

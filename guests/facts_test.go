@@ -16,8 +16,8 @@ import (
 	_ "time/tzdata" // the zones these tests name, whatever the machine has
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 var (

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 

@@ -3,7 +3,7 @@
 // exports, their calling convention, status codes and JSON messages.
 //
 // It is defined once, here, and imported by both sides: the host's
-// implementation (runtime/plugin) and the Go guest SDK (hostfns/guest).
+// implementation (internal/plugin) and the Go guest SDK (hostfns/guest).
 // This package imports neither wazero nor extism, so it builds for the
 // host and for wasip1 alike. docs/ABI.md is the plugin author's guide.
 //

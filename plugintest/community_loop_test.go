@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/plugintest"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 func guest(t *testing.T, dir string) string {
@@ -52,7 +52,7 @@ func TestCommunityPluginsThroughTheLoop(t *testing.T) {
 func TestCommunityToolNameClash(t *testing.T) {
 	h := plugintest.New(t)
 	h.Load(guest(t, "testdata/guests/mcp-v1"), plugintest.Name("first"))
-	_, err := h.Host.Load(context.Background(), plugin.Spec{Name: "second", Source: guest(t, "testdata/guests/mcp-v1")})
+	_, err := plugintest.HostOf(h).Load(context.Background(), plugin.Spec{Name: "second", Source: guest(t, "testdata/guests/mcp-v1")})
 	if !errors.Is(err, plugin.ErrInit) || !strings.Contains(err.Error(), `tool "echo"`) || !strings.Contains(err.Error(), "tool names are global") {
 		t.Fatalf("second load: %v", err)
 	}

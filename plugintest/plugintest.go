@@ -28,13 +28,13 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/agent"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/internal/turntest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
@@ -42,7 +42,7 @@ import (
 // Host is a plugin host for one test, with the built-in variables
 // ({{model}}, {{cwd}}...) registered, and one test agent.
 type Host struct {
-	*plugin.Host
+	host  *plugin.Host
 	t     testing.TB
 	facts *prompt.AgentFacts
 }
@@ -62,7 +62,7 @@ func New(t testing.TB) *Host {
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
 	cwd := t.TempDir()
-	return &Host{Host: h, t: t, facts: &prompt.AgentFacts{ID: "test-agent", Session: "test-session", Model: "test-model", Cwd: cwd}}
+	return &Host{host: h, t: t, facts: &prompt.AgentFacts{ID: "test-agent", Session: "test-session", Model: "test-model", Cwd: cwd}}
 }
 
 type testWriter struct{ t testing.TB }
@@ -77,11 +77,14 @@ func (w testWriter) Write(b []byte) (int, error) {
 func (h *Host) Agent() *prompt.AgentFacts { return h.facts }
 
 // LoadOption adjusts a Load.
-type LoadOption func(*plugin.Spec)
+type LoadOption func(*loadSpec)
+
+// loadSpec is what the options of a Load set.
+type loadSpec struct{ plugin.Spec }
 
 // Config sets the plugin's config object.
 func Config(cfg map[string]any) LoadOption {
-	return func(s *plugin.Spec) {
+	return func(s *loadSpec) {
 		b, err := json.Marshal(cfg)
 		if err != nil {
 			panic(fmt.Sprintf("plugintest.Config: %v", err))
@@ -94,28 +97,26 @@ func Config(cfg map[string]any) LoadOption {
 // and its limits. Zero fields take the defaults the product applies, so a
 // plugin is tested under the same bounds a deployment gives it.
 func Grants(g config.Grants) LoadOption {
-	return func(s *plugin.Spec) { s.Grants = &g }
+	return func(s *loadSpec) { s.Grants = &g }
 }
 
 // Name sets the plugin's name (the default derives it from the path).
-func Name(n string) LoadOption { return func(s *plugin.Spec) { s.Name = n } }
+func Name(n string) LoadOption { return func(s *loadSpec) { s.Name = n } }
 
 // ABI names the plugin's ABI (dsh, hyper-mcp-v1, hyper-mcp-v2, mcp-run);
 // the default detects it.
-func ABI(abi string) LoadOption { return func(s *plugin.Spec) { s.ABI = abi } }
+func ABI(abi string) LoadOption { return func(s *loadSpec) { s.ABI = abi } }
 
 // Load loads the module at path and fails the test if the host refuses it.
-func (h *Host) Load(path string, opts ...LoadOption) *plugin.Plugin {
+func (h *Host) Load(path string, opts ...LoadOption) {
 	h.t.Helper()
-	spec := plugin.Spec{Source: path}
+	spec := loadSpec{plugin.Spec{Source: path}}
 	for _, o := range opts {
 		o(&spec)
 	}
-	p, err := h.Host.Load(context.Background(), spec)
-	if err != nil {
+	if _, err := h.host.Load(context.Background(), spec.Spec); err != nil {
 		h.t.Fatalf("load %s: %v", path, err)
 	}
-	return p
 }
 
 // Call runs the tool called name with args (any JSON-encodable value,
@@ -137,7 +138,7 @@ func (h *Host) CallErr(name string, args any) (tool.Result, error) {
 	if err != nil {
 		h.t.Fatalf("call %s: %v", name, err)
 	}
-	return h.CallTool(context.Background(), h.facts, name, b)
+	return h.host.CallTool(context.Background(), h.facts, name, b)
 }
 
 func encodeArgs(args any) ([]byte, error) {
@@ -167,7 +168,7 @@ func (h *Host) Render() string {
 
 // RenderErr is Render that returns the failure instead.
 func (h *Host) RenderErr() (string, error) {
-	a, err := h.Registry().Assemble(prompt.WithAgent(context.Background(), h.facts), prompt.AssembleContext{Agent: h.facts})
+	a, err := h.host.Registry().Assemble(prompt.WithAgent(context.Background(), h.facts), prompt.AssembleContext{Agent: h.facts})
 	if err != nil {
 		return "", err
 	}
@@ -212,7 +213,7 @@ func (h *Host) Turn(tool string, args any) Turn {
 			}
 		},
 	}
-	res, _, err := turntest.Turn(context.Background(), h.t, h.Host,
+	res, _, err := turntest.Turn(context.Background(), h.t, h.host,
 		agent.Options{ID: h.facts.ID, Model: h.facts.Model, Provider: provider}, h.facts.Cwd, "call "+tool)
 	if err != nil || res.End.Kind != session.EndCompleted || res.Steps != 2 {
 		h.t.Fatalf("turn calling %s: %+v, %v", tool, res, err)

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // policyYAML is policyGrants as a deployment file writes them.
@@ -67,13 +67,13 @@ func TestOnePolicyThreeWays(t *testing.T) {
 	}
 	fromDeployment := func(d *deploy.Deployment) way {
 		t.Cleanup(func() { d.Close(ctx) })
-		p := d.Host().Plugin("kit")
+		p := plugin.HostOf(d).Plugin("kit")
 		if p == nil {
 			t.Fatal("the deployment has no plugin kit")
 		}
 		facts := &prompt.AgentFacts{ID: "policy-agent", Model: "test-model"}
 		return way{p.Bounds(), func(name string) string {
-			r, err := d.Host().CallTool(ctx, facts, "getenv", []byte(name))
+			r, err := plugin.HostOf(d).CallTool(ctx, facts, "getenv", []byte(name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestOnePolicyThreeWays(t *testing.T) {
 			cfg, _ := json.Marshal(map[string]any{"tools": []string{"getenv"}})
 			g := policyGrants()
 			d, err := deploy.New(ctx, deploy.Options{Model: "test-model", SessionsDir: t.TempDir(),
-				Plugins: []plugin.Spec{{Name: "kit", Source: kit, Config: cfg, Grants: &g}}})
+				Plugins: []deploy.PluginSpec{{Name: "kit", Source: kit, Config: cfg, Grants: &g}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,9 +105,9 @@ func TestOnePolicyThreeWays(t *testing.T) {
 		},
 		"plugintest": func() way {
 			h := plugintest.New(t)
-			p := h.Load(kit, plugintest.Name("kit"), plugintest.Config(map[string]any{"tools": []string{"getenv"}}),
+			h.Load(kit, plugintest.Name("kit"), plugintest.Config(map[string]any{"tools": []string{"getenv"}}),
 				plugintest.Grants(policyGrants()))
-			return way{p.Bounds(), func(name string) string { return h.Call("getenv", json.RawMessage(name)).Text }}
+			return way{plugintest.HostOf(h).Plugin("kit").Bounds(), func(name string) string { return h.Call("getenv", json.RawMessage(name)).Text }}
 		},
 	}
 	for name, load := range ways {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/internal/testcorpus"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
@@ -23,7 +23,7 @@ func acpChildDeployment(t *testing.T, recording string) *deploy.Deployment {
 	if err := os.WriteFile(cfg, []byte("model: replayed\npersona: You are a child agent.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := deploy.New(context.Background(), deploy.Options{Model: "m", SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
+	d, err := deploy.New(context.Background(), deploy.Options{Model: "m", SessionsDir: t.TempDir(), Cache: deploytest.Cache(t),
 		ACPProviders: []deploy.ACPProviderOptions{{
 			Name:    "acp",
 			Command: []string{binary(t), "acp", "--config", cfg, "--replay", recording},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 )
 
@@ -90,20 +90,20 @@ func (g *globals) secrets(r *redact.Redactor) {
 // DSH_WASM_CACHE_DIR) names the directory, and the default is under the
 // user cache dir. A cache that cannot be opened falls back to memory:
 // nothing the CLI does may depend on a writable cache.
-func (g *globals) openCache(logger *slog.Logger) *plugin.Cache {
+func (g *globals) openCache(logger *slog.Logger) *deploy.Cache {
 	if g.noCache {
-		return plugin.NoCache()
+		return deploy.NoCache()
 	}
-	var c *plugin.Cache
+	var c *deploy.Cache
 	var err error
 	if g.cacheDir != "" {
-		c, err = plugin.NewCache(g.cacheDir)
+		c, err = deploy.NewCache(g.cacheDir)
 	} else {
-		c, err = plugin.DefaultCache()
+		c, err = deploy.DefaultCache()
 	}
 	if err != nil {
 		logger.Warn("compilation cache unavailable; compiling in memory", "err", err)
-		c, _ = plugin.NewCache("")
+		c, _ = deploy.NewCache("")
 	}
 	return c
 }
@@ -124,7 +124,7 @@ WebAssembly plugins that can do only what the operator grants them.`,
 	if s.g == nil {
 		s.g = &globals{}
 	}
-	root.PersistentFlags().StringVar(&s.g.cacheDir, "cache-dir", "", "compilation cache `DIR` (default $"+plugin.EnvCacheDir+" or the user cache dir)")
+	root.PersistentFlags().StringVar(&s.g.cacheDir, "cache-dir", "", "compilation cache `DIR` (default $"+deploy.EnvCacheDir+" or the user cache dir)")
 	root.PersistentFlags().BoolVar(&s.g.noCache, "no-cache", false, "compile plugins every time; do not read or write the compilation cache")
 	root.AddCommand(newRenderCmd(s))
 	root.AddCommand(newPluginCmd(s))

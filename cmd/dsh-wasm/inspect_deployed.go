@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 )
 
 // deployedReport is what inspect --config FILE NAME prints: the plugin's
@@ -44,13 +44,13 @@ func inspectDeployed(ctx context.Context, g *globals, file, name string, logger 
 	for _, p := range dep.Plugins {
 		n := p.Name
 		if n == "" {
-			n = plugin.NameFromSource(p.Source)
+			n = deploy.PluginNameFromSource(p.Source)
 		}
 		names = append(names, n)
 		if n != name {
 			continue
 		}
-		spec, err := plugin.SpecFromEntry(n, p.Entry)
+		spec, err := deploy.PluginSpecFromEntry(n, p.Entry)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, p.Line, err)
 		}

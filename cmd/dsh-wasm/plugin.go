@@ -12,7 +12,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/spf13/cobra"
 )
 
@@ -32,7 +32,7 @@ to a .wasm file or builtin:NAME for a plugin compiled into dsh-wasm (` + builtin
 }
 
 func builtinList() string {
-	names := plugin.Builtins(guests.All())
+	names := deploy.BuiltinPlugins(guests.All())
 	for i, n := range names {
 		names[i] = "builtin:" + n
 	}
@@ -133,7 +133,7 @@ a dsh:host/v1 module, failing init); 2 usage.`,
 			if err != nil {
 				return err
 			}
-			report, err := inspectPlugin(ctx, s.g, plugin.Spec{Source: args[0], Config: config, Inspect: true}, logger, render)
+			report, err := inspectPlugin(ctx, s.g, deploy.PluginSpec{Source: args[0], Config: config, Inspect: true}, logger, render)
 			if err != nil {
 				return err
 			}
@@ -194,13 +194,13 @@ type inspectReport struct {
 	Events        []string                   `json:"events"`
 	Dangling      []prompt.Dangling          `json:"dangling"`
 	// Exec is what this machine holds commands to under the default exec
-	// limits, apart from the kill mode (plugin.ExecEnforced).
-	Exec          plugin.ExecEnforcement `json:"exec"`
+	// limits, apart from the kill mode (deploy.ExecEnforced).
+	Exec          deploy.ExecEnforcement `json:"exec"`
 	AssemblyError string                 `json:"assembly_error,omitempty"`
-	Bounds        plugin.Bounds          `json:"bounds"`
+	Bounds        deploy.PluginBounds    `json:"bounds"`
 	// Log is what the plugin logged at info and above while it loaded.
 	Log []string `json:"log,omitempty"`
-	*renderReport
+	*deploy.PluginRender
 }
 
 type inspectSection struct {
@@ -213,9 +213,9 @@ type inspectSection struct {
 // inspectPlugin loads spec in a host of its own (a one-plugin deployment:
 // cliHost), closed before returning, compiling through the cache the
 // global flags choose.
-func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
+func inspectPlugin(ctx context.Context, g *globals, spec deploy.PluginSpec, logger *slog.Logger, render bool) (_ *inspectReport, err error) {
 	col := &loadLog{next: logger.Handler(), lines: new([]string)}
-	h, closeHost, err := cliHost(ctx, g, slog.New(col))
+	d, closeHost, err := cliHost(ctx, g, slog.New(col))
 	if err != nil {
 		return nil, err
 	}
@@ -224,20 +224,20 @@ func inspectPlugin(ctx context.Context, g *globals, spec plugin.Spec, logger *sl
 			err = fmt.Errorf("close plugin host: %w", cerr)
 		}
 	}()
-	p, err := h.Load(ctx, spec)
+	p, err := d.LoadPlugin(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	r := reportOf(p)
 	r.Log = *col.lines
-	rr, err := renderPlugin(ctx, h, p)
+	rr, err := d.RenderPlugin(ctx, p.Name, cliAgent("inspect"))
 	switch {
-	case errors.Is(err, plugin.ErrBadOutput):
+	case errors.Is(err, deploy.ErrPluginBadOutput):
 		return nil, err
 	case err != nil:
 		r.AssemblyError = err.Error()
 	case render:
-		r.renderReport = rr
+		r.PluginRender = rr
 	}
 	return r, nil
 }
@@ -281,26 +281,22 @@ func (l *loadLog) WithGroup(name string) slog.Handler {
 }
 
 // reportOf describes a loaded plugin.
-func reportOf(p *plugin.Plugin) *inspectReport {
-	c := p.Contribution()
-	lo, hi := p.PromptOrder()
+func reportOf(p *deploy.PluginReport) *inspectReport {
 	r := &inspectReport{
-		Name:          p.Name(),
-		SHA256:        "sha256:" + p.Digest(),
-		PluginABI:     p.ABI(),
-		Sections:      make([]inspectSection, 0, len(c.Sections)),
-		Variables:     c.Variables,
-		Tools:         c.Tools,
-		Subscriptions: c.Subscriptions,
-		Capabilities:  p.Capabilities(),
-		Bounds:        p.Bounds(),
-		PromptOrder:   [2]int{lo, hi},
-		Events:        p.GrantedEvents(),
-		Dangling:      p.Dangling(),
-		Exec:          plugin.ExecEnforced(),
-	}
-	if p.ABI() == plugin.ABIDsh {
-		r.ABI = hostfns.ABIVersion // Load refuses any other version
+		Name:          p.Name,
+		SHA256:        "sha256:" + p.Digest,
+		PluginABI:     p.ABI,
+		Sections:      make([]inspectSection, 0, len(p.Sections)),
+		Variables:     p.Variables,
+		Tools:         p.Tools,
+		Subscriptions: p.Subscriptions,
+		Capabilities:  p.Capabilities,
+		Bounds:        p.Bounds,
+		PromptOrder:   p.PromptOrder,
+		Events:        p.Events,
+		Dangling:      p.Dangling,
+		Exec:          deploy.ExecEnforced(),
+		ABI:           p.ABIVersion,
 	}
 	if r.Events == nil {
 		r.Events = []string{}
@@ -308,7 +304,7 @@ func reportOf(p *plugin.Plugin) *inspectReport {
 	if r.Dangling == nil {
 		r.Dangling = []prompt.Dangling{}
 	}
-	for _, s := range c.Sections {
+	for _, s := range p.Sections {
 		r.Sections = append(r.Sections, inspectSection{Name: s.Name, Order: s.Order, Dynamic: s.Dynamic, Text: s.Text})
 	}
 	return r

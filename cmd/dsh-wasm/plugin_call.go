@@ -11,7 +11,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/guests"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 	"github.com/spf13/cobra"
 )
@@ -84,10 +83,10 @@ the call failed (no such tool, a trap, the compute budget); 2 usage.`,
 	return cmd
 }
 
-// cliHost is a throw-away host for one command, with the harness's
-// sections and the built-in variables registered, as a deployment does;
-// close releases it and the cache.
-func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host, func() error, error) {
+// cliHost is a throw-away deployment for one command, with the harness's
+// sections and the built-in variables registered and no plugin; close
+// releases it and the cache.
+func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*deploy.Deployment, func() error, error) {
 	// A deployment with no plugins: the harness's sections and variables
 	// are registered first, as in any deployment, and the caller loads
 	// the one plugin it looks at. No session is made; the store's
@@ -106,7 +105,7 @@ func cliHost(ctx context.Context, g *globals, logger *slog.Logger) (*plugin.Host
 		os.RemoveAll(sessions)
 		return nil, nil, err
 	}
-	return d.Host(), func() error {
+	return d, func() error {
 		bg := context.WithoutCancel(ctx)
 		defer os.RemoveAll(sessions)
 		return errors.Join(d.Close(bg), cache.Close(bg))
@@ -119,7 +118,7 @@ func cliAgent(id string) *prompt.AgentFacts {
 }
 
 func callPlugin(ctx context.Context, g *globals, source string, config json.RawMessage, agentID, toolName string, args []byte, logger *slog.Logger) (_ tool.Result, err error) {
-	h, closeHost, err := cliHost(ctx, g, logger)
+	d, closeHost, err := cliHost(ctx, g, logger)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -128,74 +127,25 @@ func callPlugin(ctx context.Context, g *globals, source string, config json.RawM
 			err = fmt.Errorf("close plugin host: %w", cerr)
 		}
 	}()
-	p, err := h.Load(ctx, plugin.Spec{Source: source, Config: config, Inspect: true})
+	p, err := d.LoadPlugin(ctx, deploy.PluginSpec{Source: source, Config: config, Inspect: true})
 	if err != nil {
 		return tool.Result{}, err
 	}
 	if !hasTool(p, toolName) {
 		names := []string{}
-		for _, t := range p.Contribution().Tools {
+		for _, t := range p.Tools {
 			names = append(names, t.Name)
 		}
-		return tool.Result{}, fmt.Errorf("plugin %q has no tool %q (it has %v)", p.Name(), toolName, names)
+		return tool.Result{}, fmt.Errorf("plugin %q has no tool %q (it has %v)", p.Name, toolName, names)
 	}
-	return h.CallTool(ctx, cliAgent(agentID), toolName, args)
+	return d.CallTool(ctx, cliAgent(agentID), toolName, args)
 }
 
-func hasTool(p *plugin.Plugin, name string) bool {
-	for _, t := range p.Contribution().Tools {
+func hasTool(p *deploy.PluginReport, name string) bool {
+	for _, t := range p.Tools {
 		if t.Name == name {
 			return true
 		}
 	}
 	return false
-}
-
-// renderReport is what inspect --render adds: each variable's value and
-// each section rendered, for an agent in the current directory.
-type renderReport struct {
-	Variables map[string]*string `json:"variable_values"`
-	Sections  []renderedSection  `json:"rendered_sections"`
-}
-
-type renderedSection struct {
-	Name  string `json:"name"`
-	Text  string `json:"text,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
-// renderPlugin assembles the prompt for a CLI agent and renders the
-// plugin's own sections one by one, so one bad section does not hide the
-// others; an assembly failure is returned as an error.
-func renderPlugin(ctx context.Context, h *plugin.Host, p *plugin.Plugin) (*renderReport, error) {
-	facts := cliAgent("inspect")
-	a, err := h.Registry().Assemble(prompt.WithAgent(ctx, facts), prompt.AssembleContext{Agent: facts})
-	if err != nil {
-		return nil, fmt.Errorf("assemble the prompt: %w", err)
-	}
-	c := p.Contribution()
-	r := &renderReport{Variables: map[string]*string{}, Sections: []renderedSection{}}
-	for _, name := range c.Variables {
-		if v, ok := a.Variables[name]; ok && v.OK {
-			r.Variables[name] = &v.Text
-		} else {
-			r.Variables[name] = nil
-		}
-	}
-	own := map[string]bool{}
-	for _, s := range c.Sections {
-		own[s.Name] = true
-	}
-	for _, s := range a.Sections {
-		if !own[s.Name] {
-			continue
-		}
-		text, err := prompt.RenderText(s.Name, s.Text, a.Variables)
-		rs := renderedSection{Name: s.Name, Text: text}
-		if err != nil {
-			rs.Text, rs.Error = "", err.Error()
-		}
-		r.Sections = append(r.Sections, rs)
-	}
-	return r, nil
 }

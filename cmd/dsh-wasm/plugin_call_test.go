@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,8 +86,8 @@ func TestInspectRender(t *testing.T) {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
 	var r struct {
-		Values   map[string]*string `json:"variable_values"`
-		Rendered []renderedSection  `json:"rendered_sections"`
+		Values   map[string]*string       `json:"variable_values"`
+		Rendered []deploy.RenderedSection `json:"rendered_sections"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestInspectRender(t *testing.T) {
 	if v := r.Values["kit_model"]; v == nil || *v != "kit_model:cli" {
 		t.Errorf("variable_values = %v", r.Values)
 	}
-	want := []renderedSection{{Name: "kit:static", Text: "Model kit_model:cli."}, {Name: "kit:dyn", Text: "agent inspect runs cli"}}
+	want := []deploy.RenderedSection{{Name: "kit:static", Text: "Model kit_model:cli."}, {Name: "kit:dyn", Text: "agent inspect runs cli"}}
 	if g, w := mustMarshal(t, r.Rendered), mustMarshal(t, want); g != w {
 		t.Errorf("rendered\n got %s\nwant %s", g, w)
 	}

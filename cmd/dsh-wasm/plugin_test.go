@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,9 +17,9 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
 	"github.com/dsh-wasm/dsh-wasm/internal/pgtest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // TestMain points the default compilation cache at the tests' shared
@@ -90,7 +91,7 @@ func TestInspectBuiltinFacts(t *testing.T) {
 		"prompt_order": []any{float64(1), float64(math.MaxInt)},
 		"events":       []any{},
 		"dangling":     []any{},
-		"exec":         jsonValue(t, plugin.ExecEnforced()),
+		"exec":         jsonValue(t, deploy.ExecEnforced()),
 	}
 	if g, w := mustMarshal(t, got), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -137,7 +138,7 @@ func TestInspectTestkit(t *testing.T) {
 		"--set", `subscribe=[{"event":"turn/start"}]`,
 		"--set", `needs={"env":["HOME"],"net":["example.com"]}`)
 	want := inspectReport{
-		Name:      plugin.NameFromSource(kit),
+		Name:      deploy.PluginNameFromSource(kit),
 		SHA256:    "sha256:" + fileDigest(t, kit),
 		ABI:       1,
 		PluginABI: "dsh",
@@ -156,15 +157,15 @@ func TestInspectTestkit(t *testing.T) {
 		// The defaults, and what the registrations hold: the static
 		// section's 43 bytes and the two tools' names, descriptions and
 		// schemas (4+17+17 + 7+20+17).
-		Bounds: plugin.Bounds{MemoryBytes: 128 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
+		Bounds: deploy.PluginBounds{MemoryBytes: 128 << 20, CallTimeout: "30s", InitTimeout: "10s", WallTimeout: "15m0s",
 			HostBytesPerCall: 256 << 20, PromptBytes: 64 << 10, PromptBytesUsed: 125, LogBytesPerMinute: 1 << 20,
 			Registrations: 6, MaxRegistrations: 1024, StateBytesPerSession: 16 << 20, SmallRequestBytes: 4096},
 		PromptOrder: [2]int{1, math.MaxInt},
 		Events:      []string{},
 		// {{model}} is the harness's; from_elsewhere must come from
 		// another plugin of the deployment.
-		Dangling: []prompt.Dangling{{Section: "kit:static", Owner: "plugin " + plugin.NameFromSource(kit), Variable: "from_elsewhere"}},
-		Exec:     plugin.ExecEnforced(),
+		Dangling: []prompt.Dangling{{Section: "kit:static", Owner: "plugin " + deploy.PluginNameFromSource(kit), Variable: "from_elsewhere"}},
+		Exec:     deploy.ExecEnforced(),
 	}
 	if g, w := mustMarshal(t, r), mustMarshal(t, want); g != w {
 		t.Fatalf("report\n got %s\nwant %s", g, w)
@@ -212,7 +213,7 @@ func TestInspectExecLimits(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	x, sys := r.Exec, plugin.ExecEnforced()
+	x, sys := r.Exec, deploy.ExecEnforced()
 	if x.Mode != string(sys.Mode) || x.Processes.Limit != int64(config.DefaultExecProcesses) ||
 		x.Memory.Limit != int64(config.DefaultExecMemory) || x.FileBytes.Limit != int64(config.DefaultExecFileBytes) ||
 		x.FileBytes.By != "RLIMIT_FSIZE" || x.Capabilities == "" || x.Scope == "" {

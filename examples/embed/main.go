@@ -26,7 +26,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
@@ -80,7 +79,7 @@ func run(ctx context.Context, out io.Writer, live bool) error {
 		// The built-in plugins are opt-in: this program links tool-fs
 		// alone, not all eight.
 		Builtins: guests.ToolFS,
-		Plugins: []plugin.Spec{{
+		Plugins: []deploy.PluginSpec{{
 			Source: "builtin:tool-fs",
 			// Untrusted: it may read the session's workspace, and that is all.
 			Grants: &config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRO}}},

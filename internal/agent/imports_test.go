@@ -47,7 +47,7 @@ func listDeps(t *testing.T, dir string) []string {
 func TestLoopKnowsNoWasm(t *testing.T) {
 	forbidden := func(p string) bool {
 		switch {
-		case p == modulePath+"runtime/plugin", strings.HasPrefix(p, modulePath+"runtime/plugin/"),
+		case p == modulePath+"internal/plugin", strings.HasPrefix(p, modulePath+"internal/plugin/"),
 			p == modulePath+"runtime/deploy", strings.HasPrefix(p, modulePath+"runtime/deploy/"),
 			strings.HasPrefix(p, "github.com/tetratelabs/wazero"),
 			strings.Contains(strings.ToLower(p), "extism"):

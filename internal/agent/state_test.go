@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/events"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 

@@ -1,6 +1,6 @@
 // Package plugintest holds test helpers for packages that run plugins
-// through runtime/plugin. (runtime/plugin's own tests cannot import it:
-// it imports runtime/plugin.)
+// through internal/plugin. (internal/plugin's own tests cannot import it:
+// it imports internal/plugin.)
 package plugintest
 
 import (
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 )
 
 var (
@@ -19,7 +19,7 @@ var (
 )
 
 // SharedCache is one on-disk compilation cache for every test in the
-// process, in the directory runtime/plugin's tests use too, so each guest
+// process, in the directory internal/plugin's tests use too, so each guest
 // compiles once per machine.
 func SharedCache(t testing.TB) *plugin.Cache {
 	t.Helper()

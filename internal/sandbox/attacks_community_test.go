@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/sandbox/netguard"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // community loads testdata/guests/mcp-v1, a hyper-mcp v1 plugin on the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 )
 
 // killLimit bounds how long after its call began a spinning guest may

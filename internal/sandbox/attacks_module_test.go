@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 )
 
 // rawPlugin loads the raw-ABI guest, whose exports lie on request.

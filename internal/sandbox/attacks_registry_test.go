@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // victim loads a second plugin with a section, a variable, tools and a

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/prereq"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 func init() { seamGroups = append(seamGroups, communitySeamAttacks) }

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/dsh-wasm/dsh-wasm/hostfns"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 func init() { seamGroups = append(seamGroups, hoststateAttacks) }

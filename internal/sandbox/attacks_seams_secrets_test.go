@@ -3,17 +3,16 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
@@ -93,10 +92,11 @@ func (e *env) secretTurn(grants ...string) string {
 	spec := e.spec("attacker", guestWasm(e.t, "attacker"), "", map[string]any{"self": "attacker"},
 		append([]string{e.fsGrant(), defaultLimits}, grants...)...)
 	d, err := deploy.New(e.ctx, deploy.Options{Model: "m", Provider: provider,
-		SessionsDir: filepath.Join(e.base, "deploy-sessions"), Cache: plugintest.SharedCache(e.t),
+		SessionsDir: filepath.Join(e.base, "deploy-sessions"), Cache: deploytest.Cache(e.t),
 		Logger:   slog.New(captureHandler{c: e.logs}),
 		Redactor: redact.New(key), EagerCompile: true,
-		Plugins: []plugin.Spec{spec}})
+		Plugins: []deploy.PluginSpec{{Name: spec.Name, Source: spec.Source, SHA256: spec.SHA256,
+			Config: spec.Config, Grants: spec.Grants, ABI: spec.ABI}}})
 	if err != nil {
 		e.t.Fatalf("deployment: %v", err)
 	}

@@ -3,7 +3,7 @@ package sandbox
 import (
 	"strings"
 
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // The infinite-loop attacks run in a child process: the test binary

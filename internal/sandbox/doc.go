@@ -1,7 +1,7 @@
 // Package sandbox is the home of dsh-wasm's plugin confinement: the
 // filesystem jail (fsjail), the command runner (execjail) and the HTTP
 // fetcher behind net grants (netguard). The plugin host
-// (runtime/plugin) combines them with wazero's memory and compute limits
+// (internal/plugin) combines them with wazero's memory and compute limits
 // and with its own validation of every host-function call.
 //
 // This package itself holds no code; its tests are the hostile-plugin

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/agent"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
 )

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // Each Agent has its own plugin instances: the kit's in-guest counter
 // counts per agent, and a closed agent calls nothing.
 func TestAgentsAreSeparate(t *testing.T) {
 	ctx := context.Background()
-	d := open(t, deploy.Options{Plugins: []plugin.Spec{testkit(t, "kit", map[string]any{"tools": []string{"counter"}})}})
+	d := open(t, deploy.Options{Plugins: []deploy.PluginSpec{testkit(t, "kit", map[string]any{"tools": []string{"counter"}})}})
 	a, err := d.NewAgent(deploy.AgentOptions{Prefix: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestAgentsAreSeparate(t *testing.T) {
 // Watch reports a tool change once Tools shows it.
 func TestWatchSeesVisibleChanges(t *testing.T) {
 	ctx := context.Background()
-	d := open(t, deploy.Options{Plugins: []plugin.Spec{testkit(t, "kit", map[string]any{"tools": []string{"echo"}})}})
+	d := open(t, deploy.Options{Plugins: []deploy.PluginSpec{testkit(t, "kit", map[string]any{"tools": []string{"echo"}})}})
 	seen := make(chan []string, 4)
 	stop := d.Watch(func(c deploy.Changes) {
 		if !c.Tools {
@@ -69,7 +69,7 @@ func TestWatchSeesVisibleChanges(t *testing.T) {
 		seen <- n
 	})
 	defer stop()
-	if _, err := d.Host().Reload(ctx, testkit(t, "kit", map[string]any{"tools": []string{"echo", "counter"}})); err != nil {
+	if _, err := plugin.HostOf(d).Reload(ctx, deploy.HostSpec(testkit(t, "kit", map[string]any{"tools": []string{"echo", "counter"}}))); err != nil {
 		t.Fatal(err)
 	}
 	for {

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // The built-in plugins are opt-in: without Options.Builtins a builtin:
@@ -19,8 +19,8 @@ import (
 func TestBuiltinsAreOptIn(t *testing.T) {
 	ctx := context.Background()
 	open := func(builtins *deploy.Options, source string) error {
-		opts := deploy.Options{SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
-			Plugins: []plugin.Spec{{Source: source,
+		opts := deploy.Options{SessionsDir: t.TempDir(), Cache: deploytest.Cache(t),
+			Plugins: []deploy.PluginSpec{{Source: source,
 				Grants: &config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRO}}}}}}
 		if builtins != nil {
 			opts.Builtins = builtins.Builtins

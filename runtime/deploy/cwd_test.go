@@ -12,7 +12,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // A session's cwd is the directory opened when the session opened. After
@@ -63,7 +62,7 @@ func TestSessionKeepsTheCwdItOpened(t *testing.T) {
 		return scripted.Answer{Text: "done"}, nil
 	}}
 	rw := []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}}
-	d := open(t, deploy.Options{Model: "m", Provider: b, Plugins: []plugin.Spec{
+	d := open(t, deploy.Options{Model: "m", Provider: b, Plugins: []deploy.PluginSpec{
 		{Name: "fs", Source: "builtin:tool-fs", Grants: &config.Grants{FS: rw}},
 		{Name: "bash", Source: "builtin:tool-bash", Grants: &config.Grants{FS: rw, Exec: config.ExecGrant{Allowed: true}}},
 		subagentGuest("subagent", "spawn", "subagent", "spawn"),

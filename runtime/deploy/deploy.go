@@ -15,10 +15,10 @@ import (
 
 	"github.com/dsh-wasm/dsh-wasm/internal/agent"
 	"github.com/dsh-wasm/dsh-wasm/internal/events"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session/filestore"
@@ -70,7 +70,7 @@ type Options struct {
 	// sections and before any plugin's tools.
 	Tools []Tool
 	// Plugins are the Wasm plugins, loaded in order.
-	Plugins []plugin.Spec
+	Plugins []PluginSpec
 
 	// SessionsDir is the root sessions persist under; empty means
 	// DefaultSessionsDir().
@@ -115,8 +115,8 @@ type Options struct {
 	// guests.Join(guests.Facts, guests.ToolFS).
 	Builtins fs.FS
 	// Cache is the plugins' compilation cache; nil opens
-	// plugin.DefaultCache() (memory when that fails), which Close closes.
-	Cache *plugin.Cache
+	// DefaultCache() (memory when that fails), which Close closes.
+	Cache *Cache
 	// EagerCompile compiles every plugin as it loads. By default a plugin
 	// whose earlier load recorded its registrations in Cache registers
 	// from them and compiles when first needed (plugin.Options.LazyCompile).
@@ -242,7 +242,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 		d.store = redactingStore{d.store, red}
 	}
 	d.subs = subagent.NewRegistry(d.bus)
-	d.cache = opts.Cache
+	d.cache = opts.Cache.plugin()
 	if d.cache == nil {
 		d.ownCache = true
 		if d.cache, err = plugin.DefaultCache(); err != nil {
@@ -266,7 +266,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	}
 	// The plugins' modules are prepared concurrently; their inits run and
 	// their registrations commit in the order given (plugin.Host.LoadAll).
-	loaded, err := d.host.LoadAll(ctx, opts.Plugins)
+	loaded, err := d.host.LoadAll(ctx, specsOf(opts.Plugins))
 	for _, p := range loaded {
 		c := p.Contribution()
 		owner := "plugin " + p.Name()
@@ -410,9 +410,6 @@ func (d *Deployment) PluginInstances() int {
 	}
 	return n
 }
-
-// Host is the plugin host.
-func (d *Deployment) Host() *plugin.Host { return d.host }
 
 // Store is where sessions persist.
 func (d *Deployment) Store() session.Storage { return d.store }

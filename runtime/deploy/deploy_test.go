@@ -10,18 +10,18 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
 )
 
-func testkit(t testing.TB, name string, cfg map[string]any) plugin.Spec {
+func testkit(t testing.TB, name string, cfg map[string]any) deploy.PluginSpec {
 	t.Helper()
 	path, err := guestbuild.Build("testdata/guests/testkit")
 	if err != nil {
@@ -31,7 +31,7 @@ func testkit(t testing.TB, name string, cfg map[string]any) plugin.Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plugin.Spec{Name: name, Source: path, Config: b}
+	return deploy.PluginSpec{Name: name, Source: path, Config: b}
 }
 
 func open(t testing.TB, opts deploy.Options) *deploy.Deployment {
@@ -40,7 +40,7 @@ func open(t testing.TB, opts deploy.Options) *deploy.Deployment {
 		opts.SessionsDir = t.TempDir()
 	}
 	if opts.Cache == nil {
-		opts.Cache = plugintest.SharedCache(t)
+		opts.Cache = deploytest.Cache(t)
 	}
 	if opts.Builtins == nil {
 		opts.Builtins = guests.All()
@@ -77,10 +77,10 @@ func TestHarnessNamesAreTakenBeforePlugins(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := deploy.New(context.Background(), deploy.Options{
-				SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
+				SessionsDir: t.TempDir(), Cache: deploytest.Cache(t),
 				Sections: []prompt.Section{{Name: "embedder:rules", Order: 50, Text: "Be brief."}},
 				Tools:    []deploy.Tool{echoTool()},
-				Plugins:  []plugin.Spec{testkit(t, "claimer", c.cfg)},
+				Plugins:  []deploy.PluginSpec{testkit(t, "claimer", c.cfg)},
 			})
 			// The refusal reaches the guest as a status and comes back as
 			// its init error: the cause is in the text.
@@ -135,7 +135,7 @@ func TestSessionRunsNativeAndWasmTools(t *testing.T) {
 	d := open(t, deploy.Options{
 		Model: "m1", Persona: "Persona on {{model}}.", Provider: provider,
 		Tools:        []deploy.Tool{echoTool(), boom},
-		Plugins:      []plugin.Spec{testkit(t, "kit", map[string]any{"tools": []string{"counter"}})},
+		Plugins:      []deploy.PluginSpec{testkit(t, "kit", map[string]any{"tools": []string{"counter"}})},
 		EagerCompile: true,
 	})
 	ctx := context.Background()
@@ -186,7 +186,7 @@ func TestSessionRunsNativeAndWasmTools(t *testing.T) {
 	if got := results[2].Content.Text(); !results[2].IsError || !strings.Contains(got, "boom") || !strings.Contains(got, "kaboom") {
 		t.Errorf("panicking tool result = %q (error %v)", got, results[2].IsError)
 	}
-	p := d.Host().Plugin("kit")
+	p := plugin.HostOf(d).Plugin("kit")
 	if n := p.Instances(); n != 2 {
 		t.Errorf("instances during the session = %d, want the load-time one and the agent's", n)
 	}
@@ -294,7 +294,7 @@ func TestSystemPromptExplainsOwners(t *testing.T) {
 		Model: "m9", Persona: "You run {{model}} in {{cwd}}.", Provider: provider,
 		Sections: []prompt.Section{{Name: "embedder:rules", Order: 50, Text: "Be brief."}},
 		Tools:    []deploy.Tool{echoTool()},
-		Plugins: []plugin.Spec{testkit(t, "kit", map[string]any{
+		Plugins: []deploy.PluginSpec{testkit(t, "kit", map[string]any{
 			"tools":    []string{"counter"},
 			"sections": []map[string]any{{"name": "kit:guide", "order": 120, "text": "Use counter."}}})},
 	})

@@ -12,7 +12,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -23,12 +22,12 @@ import (
 func TestSessionOpenFailsOnItsUnusableHookFile(t *testing.T) {
 	g := config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}}, Exec: config.ExecGrant{Allowed: true},
 		Events: []string{"agent/prompt-submit", "tools/pre-execute", "tools/post-execute", "agent/turn-stopping"}}
-	spec, err := plugin.SpecFromEntry("", config.Entry{Source: "builtin:hooks-claude", Grants: g})
+	spec, err := deploy.PluginSpecFromEntry("", config.Entry{Source: "builtin:hooks-claude", Grants: g})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Config = []byte(`{"config_path":"hooks.json"}`)
-	d := open(t, deploy.Options{Model: "m", Plugins: []plugin.Spec{spec},
+	d := open(t, deploy.Options{Model: "m", Plugins: []deploy.PluginSpec{spec},
 		Provider: model.ProviderFunc(func(context.Context, *model.Request, func(model.Chunk) error) error { return errors.New("unused") })})
 
 	bad, err := filepath.EvalSymlinks(t.TempDir())
@@ -54,12 +53,12 @@ func TestSessionOpenFailsOnItsUnusableHookFile(t *testing.T) {
 func TestResumeRecordsAnUnchangedHookFileOnce(t *testing.T) {
 	g := config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}}, Exec: config.ExecGrant{Allowed: true},
 		Events: []string{"agent/prompt-submit", "tools/pre-execute", "tools/post-execute", "agent/turn-stopping"}}
-	spec, err := plugin.SpecFromEntry("", config.Entry{Source: "builtin:hooks-codex", Grants: g})
+	spec, err := deploy.PluginSpecFromEntry("", config.Entry{Source: "builtin:hooks-codex", Grants: g})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Config = []byte(`{"config_path":"codex-hooks.json"}`)
-	d := open(t, deploy.Options{Model: "m", Plugins: []plugin.Spec{spec},
+	d := open(t, deploy.Options{Model: "m", Plugins: []deploy.PluginSpec{spec},
 		Provider: model.ProviderFunc(func(context.Context, *model.Request, func(model.Chunk) error) error { return errors.New("unused") })})
 	ws := t.TempDir()
 	file := filepath.Join(ws, "codex-hooks.json")

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -26,7 +26,7 @@ func TestHostStateInsideTheWorkspace(t *testing.T) {
 	home := t.TempDir()
 	sessions := filepath.Join(home, ".local", "share", "dsh-wasm", "sessions")
 	cacheDir := filepath.Join(home, ".cache", "dsh-wasm", "wazero")
-	cache, err := plugin.NewCache(cacheDir)
+	cache, err := deploy.NewCache(cacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestHostStateInsideTheWorkspace(t *testing.T) {
 	var earlier string // an earlier session's file, known once it exists
 	d := open(t, deploy.Options{
 		Model: "m", SessionsDir: sessions, Cache: cache, EagerCompile: true,
-		Plugins: []plugin.Spec{{Name: "fs", Source: "builtin:tool-fs",
+		Plugins: []deploy.PluginSpec{{Name: "fs", Source: "builtin:tool-fs",
 			Grants: &config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}}}}},
 		NewProvider: func() (model.Provider, error) {
 			arg := func(kv ...string) string {
@@ -129,7 +129,7 @@ func TestCwdInsideHostStateIsRefused(t *testing.T) {
 	home := t.TempDir()
 	sessions := filepath.Join(home, "sessions")
 	cacheDir := filepath.Join(home, "cache")
-	cache, err := plugin.NewCache(cacheDir)
+	cache, err := deploy.NewCache(cacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // A deployment opened a second time registers its plugins from the
@@ -24,7 +24,7 @@ func TestLazyDeploymentMatchesEager(t *testing.T) {
 	rand.Read(nonce[:])
 	sfx := "-" + hex.EncodeToString(nonce[:])
 	facts, _ := json.Marshal(guests.HostFacts())
-	specs := []plugin.Spec{
+	specs := []deploy.PluginSpec{
 		{Name: "facts" + sfx, Source: "builtin:facts", Config: facts},
 		{Name: "fs" + sfx, Source: "builtin:tool-fs", Grants: &config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}}}},
 		{Name: "sub" + sfx, Source: "builtin:subagent", Config: json.RawMessage(`{"provider":"spawn","tool_name":"subagent"}`),
@@ -48,7 +48,7 @@ func TestLazyDeploymentMatchesEager(t *testing.T) {
 	want := look(eager)
 	wantOwner := eager.Owner("tool", "subagent")
 	for _, s := range specs {
-		if n := eager.Host().Plugin(s.Name).Instances(); n == 0 {
+		if n := plugin.HostOf(eager).Plugin(s.Name).Instances(); n == 0 {
 			t.Fatalf("%s: no instance after the first open; it loaded lazily from an old manifest", s.Name)
 		}
 	}
@@ -58,14 +58,14 @@ func TestLazyDeploymentMatchesEager(t *testing.T) {
 
 	lazy := open(t, deploy.Options{Model: "m", Persona: "On {{model}}.", Plugins: specs})
 	for _, s := range specs[1:] {
-		if n := lazy.Host().Plugin(s.Name).Instances(); n != 0 {
+		if n := plugin.HostOf(lazy).Plugin(s.Name).Instances(); n != 0 {
 			t.Errorf("%s: %d instances after the second open, want a lazy load", s.Name, n)
 		}
 	}
 	if got := look(lazy); !reflect.DeepEqual(got, want) {
 		t.Errorf("lazy deployment\n got %+v\nwant %+v", got, want)
 	}
-	if n := lazy.Host().Plugin("sub" + sfx).Instances(); n != 0 {
+	if n := plugin.HostOf(lazy).Plugin("sub" + sfx).Instances(); n != 0 {
 		t.Errorf("subagent plugin: %d instances after the prompt, want none", n)
 	}
 	if got := lazy.Owner("tool", "subagent"); got != wantOwner || got == "" {

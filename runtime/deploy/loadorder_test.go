@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // The plugins' modules are prepared concurrently, but they register in the
@@ -20,7 +20,7 @@ import (
 // claims a taken name is the later one, and the error names it by its
 // position. A failed deployment leaves no goroutine behind.
 func TestPluginsRegisterInTheConfiguredOrder(t *testing.T) {
-	var specs []plugin.Spec
+	var specs []deploy.PluginSpec
 	for i := range 5 {
 		specs = append(specs, testkit(t, fmt.Sprintf("kit%d", i), map[string]any{
 			"sections": []map[string]any{{"name": fmt.Sprintf("kit%d:s", i), "order": 500, "text": fmt.Sprintf("[%d]", i)}}}))
@@ -52,8 +52,8 @@ func TestPluginsRegisterInTheConfiguredOrder(t *testing.T) {
 	runtime.GC()
 	before := runtime.NumGoroutine()
 	clash := testkit(t, "clash", map[string]any{"sections": []map[string]any{{"name": "kit1:s", "order": 1, "text": "x"}}})
-	bad := append(append([]plugin.Spec{}, specs[:3]...), clash, specs[3], specs[4])
-	_, err := deploy.New(context.Background(), deploy.Options{SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t), Plugins: bad})
+	bad := append(append([]deploy.PluginSpec{}, specs[:3]...), clash, specs[3], specs[4])
+	_, err := deploy.New(context.Background(), deploy.Options{SessionsDir: t.TempDir(), Cache: deploytest.Cache(t), Plugins: bad})
 	if !errors.Is(err, plugin.ErrInit) || !strings.Contains(err.Error(), "deploy: plugin 4 (clash, ") ||
 		!strings.Contains(err.Error(), prompt.ErrDuplicateSection.Error()) {
 		t.Fatalf("New = %v, want plugin 4 (clash) refused for a taken section name", err)

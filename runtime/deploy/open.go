@@ -8,7 +8,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 )
 
@@ -103,7 +102,7 @@ func optionsFromConfig(cfg *config.Deployment) (Options, error) {
 				e.Config["timezone"] = hf.Timezone
 			}
 		}
-		spec, err := plugin.SpecFromEntry(p.Name, e)
+		spec, err := PluginSpecFromEntry(p.Name, e)
 		if err != nil {
 			return Options{}, fmt.Errorf("%s:%d: plugin %s: %w", cfg.File, p.Line, p.Source, err)
 		}

@@ -3,13 +3,14 @@ package deploy_test
 import (
 	"context"
 	"errors"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
@@ -32,7 +33,7 @@ sessions: state
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All()})
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: deploytest.Cache(t), Builtins: guests.All()})
 	if err == nil {
 		d.Close(ctx)
 		t.Fatal("two plugins registering the same variables opened")
@@ -45,13 +46,13 @@ sessions: state
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err = deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All()})
+	d, err = deploy.Open(ctx, file, deploy.Options{Cache: deploytest.Cache(t), Builtins: guests.All()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close(ctx)
-	if d.Host().Plugin("facts-a") == nil {
-		t.Errorf("plugins = %v", d.Host().Plugins())
+	if plugin.HostOf(d).Plugin("facts-a") == nil {
+		t.Errorf("plugins = %v", plugin.HostOf(d).Plugins())
 	}
 	p, err := d.SystemPrompt(ctx, deploy.PromptOptions{})
 	if err != nil {

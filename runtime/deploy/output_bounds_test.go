@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/internal/agent"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
@@ -75,7 +75,7 @@ limits: %s
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t)})
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: deploytest.Cache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

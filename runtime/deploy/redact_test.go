@@ -18,12 +18,11 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 	"github.com/dsh-wasm/dsh-wasm/runtime/tool"
@@ -98,10 +97,10 @@ func TestSecretsStayOutOfWhatTheDeploymentShows(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All(), EagerCompile: true,
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: deploytest.Cache(t), Builtins: guests.All(), EagerCompile: true,
 		Logger:  slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Tools:   []deploy.Tool{probe},
-		Plugins: []plugin.Spec{printer}})
+		Plugins: []deploy.PluginSpec{printer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func TestStoreErrorDoesNotShowTheDSNPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs syncbuf.Buffer
-		d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All(), Provider: provider,
+		d, err := deploy.Open(ctx, file, deploy.Options{Cache: deploytest.Cache(t), Builtins: guests.All(), Provider: provider,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			Store:  failingStore{dsn: dsn}})
 		if err != nil {

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/events"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // staticSection is a testkit config registering one static section.
@@ -32,17 +32,17 @@ func TestDanglingReferenceFailsNew(t *testing.T) {
 	cases := []struct {
 		name    string
 		persona string
-		plugins func(t *testing.T) []plugin.Spec
+		plugins func(t *testing.T) []deploy.PluginSpec
 		want    plugin.ReferenceError
 	}{
-		{"plugin section", "", func(t *testing.T) []plugin.Spec {
-			return []plugin.Spec{
+		{"plugin section", "", func(t *testing.T) []deploy.PluginSpec {
+			return []deploy.PluginSpec{
 				testkit(t, "fine", staticSection("fine:s", "Fine.")),
 				testkit(t, "dangler", staticSection("dangler:habits", "Prefer {{no_such_variable}}.")),
 			}
 		}, plugin.ReferenceError{Plugin: "dangler", Section: "dangler:habits", Variable: "no_such_variable"}},
-		{"persona", "You run on {{no_such_platform}}.", func(t *testing.T) []plugin.Spec {
-			return []plugin.Spec{testkit(t, "fine", staticSection("fine:s", "Fine."))}
+		{"persona", "You run on {{no_such_platform}}.", func(t *testing.T) []deploy.PluginSpec {
+			return []deploy.PluginSpec{testkit(t, "fine", staticSection("fine:s", "Fine."))}
 		}, plugin.ReferenceError{Section: "deployment:persona", Variable: "no_such_platform"}},
 	}
 	for _, c := range cases {
@@ -51,7 +51,7 @@ func TestDanglingReferenceFailsNew(t *testing.T) {
 			runtime.GC()
 			before := runtime.NumGoroutine()
 			d, err := deploy.New(context.Background(), deploy.Options{
-				SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
+				SessionsDir: t.TempDir(), Cache: deploytest.Cache(t),
 				Persona: c.persona, Plugins: specs,
 			})
 			if err == nil {
@@ -92,9 +92,9 @@ func TestDanglingReferenceOnlyWarnsWithAnAssembleHook(t *testing.T) {
 	hook.Grants = &config.Grants{Events: []string{events.EventAssemble}}
 	d := open(t, deploy.Options{
 		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
-		Plugins: []plugin.Spec{hook, testkit(t, "dangler", staticSection("dangler:habits", "Prefer {{late_variable}}."))},
+		Plugins: []deploy.PluginSpec{hook, testkit(t, "dangler", staticSection("dangler:habits", "Prefer {{late_variable}}."))},
 	})
-	ds := d.Host().Dangling()
+	ds := plugin.HostOf(d).Dangling()
 	if len(ds) != 1 || ds[0].Variable != "late_variable" || ds[0].Section != "dangler:habits" {
 		t.Fatalf("Dangling = %+v, want dangler:habits → late_variable", ds)
 	}
@@ -115,15 +115,15 @@ func TestDanglingReferenceAfterOpen(t *testing.T) {
 
 	provider := testkit(t, "provider"+sfx, map[string]any{"variables": []string{"shared_fact"}})
 	user := testkit(t, "user"+sfx, staticSection("user:s", "Know {{shared_fact}}."))
-	d := open(t, deploy.Options{Plugins: []plugin.Spec{provider, user}})
+	d := open(t, deploy.Options{Plugins: []deploy.PluginSpec{provider, user}})
 
 	bad := testkit(t, "user"+sfx, staticSection("user:s", "Know {{gone_fact}}."))
-	_, err := d.Host().Reload(ctx, bad)
+	_, err := plugin.HostOf(d).Reload(ctx, deploy.HostSpec(bad))
 	var re *plugin.ReferenceError
 	if !errors.As(err, &re) || re.Variable != "gone_fact" || re.Plugin != "user"+sfx {
 		t.Fatalf("Reload = %v, want a *plugin.ReferenceError for gone_fact", err)
 	}
-	if got := d.Host().Plugin("user" + sfx).Contribution().Sections; len(got) != 1 || !strings.Contains(got[0].Text, "{{shared_fact}}") {
+	if got := plugin.HostOf(d).Plugin("user" + sfx).Contribution().Sections; len(got) != 1 || !strings.Contains(got[0].Text, "{{shared_fact}}") {
 		t.Errorf("after the refused reload the plugin's sections are %+v, want the old one", got)
 	}
 	if err := d.Close(ctx); err != nil {
@@ -131,7 +131,7 @@ func TestDanglingReferenceAfterOpen(t *testing.T) {
 	}
 
 	// The user's manifest is recorded; opened alone it registers from it.
-	_, err = deploy.New(ctx, deploy.Options{SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t), Plugins: []plugin.Spec{user}})
+	_, err = deploy.New(ctx, deploy.Options{SessionsDir: t.TempDir(), Cache: deploytest.Cache(t), Plugins: []deploy.PluginSpec{user}})
 	if !errors.As(err, &re) || re.Variable != "shared_fact" || re.Plugin != "user"+sfx {
 		t.Fatalf("New with the manifest-loaded plugin alone = %v, want a *plugin.ReferenceError for shared_fact", err)
 	}

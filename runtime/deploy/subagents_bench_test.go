@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 // BenchmarkAssemblySubagentTools measures one agent's prompt assembly
@@ -16,16 +15,16 @@ import (
 func BenchmarkAssemblySubagentTools(b *testing.B) {
 	for _, c := range []struct {
 		name    string
-		plugins []plugin.Spec
+		plugins []deploy.PluginSpec
 	}{
 		{"without", nil},
-		{"with", []plugin.Spec{
+		{"with", []deploy.PluginSpec{
 			subagentGuest("subagent", "spawn", "subagent", "spawn"),
 			subagentGuest("subagent_fork", "fork", "subagent_fork", "fork"),
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			plugins := append([]plugin.Spec{{Name: "facts", Source: "builtin:facts"}}, c.plugins...)
+			plugins := append([]deploy.PluginSpec{{Name: "facts", Source: "builtin:facts"}}, c.plugins...)
 			d := open(b, deploy.Options{Model: "m", Provider: &brain{}, Plugins: plugins})
 			ctx := context.Background()
 			b.ResetTimer()

@@ -14,22 +14,22 @@ import (
 	"time"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/events"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/subagent"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
 // subagentGuest is builtin:subagent under name, bound to provider, its
 // tool called tool, granted the providers in grants.
-func subagentGuest(name, provider, tool string, grants ...string) plugin.Spec {
+func subagentGuest(name, provider, tool string, grants ...string) deploy.PluginSpec {
 	cfg, _ := json.Marshal(map[string]string{"provider": provider, "tool_name": tool})
-	return plugin.Spec{Name: name, Source: "builtin:subagent", Config: cfg, Grants: &config.Grants{Subagents: grants}}
+	return deploy.PluginSpec{Name: name, Source: "builtin:subagent", Config: cfg, Grants: &config.Grants{Subagents: grants}}
 }
 
 // brain answers model requests by looking at them: the parent and each
@@ -157,7 +157,7 @@ func TestSpawnRunsAChildInItsOwnSession(t *testing.T) {
 		return scripted.Answer{Text: "CHILD_OK"}, nil
 	})
 	d := open(t, deploy.Options{Model: "test-model", Provider: b, Persona: "You are Test Persona.",
-		Plugins: []plugin.Spec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
 	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestForkSeesOnlyTheCompletedPrefix(t *testing.T) {
 		return first(ctx, req)
 	}
 	d := open(t, deploy.Options{Model: "test-model", Provider: b,
-		Plugins: []plugin.Spec{subagentGuest("subagent_fork", "fork", "subagent_fork", "fork")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("subagent_fork", "fork", "subagent_fork", "fork")}})
 	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestSubagentDepthLimit(t *testing.T) {
 		return scripted.Answer{Text: text}, nil
 	}}
 	d := open(t, deploy.Options{Model: "test-model", Provider: b, SubagentDepth: 1,
-		Plugins: []plugin.Spec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
 	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestCancellingParentCancelsChild(t *testing.T) {
 		return scripted.Answer{}, ctx.Err()
 	})
 	d := open(t, deploy.Options{Model: "test-model", Provider: b,
-		Plugins: []plugin.Spec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
 	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +349,7 @@ func TestSubagentRunWithoutGrantIsDenied(t *testing.T) {
 		return scripted.Answer{Text: "should not run"}, nil
 	})
 	d := open(t, deploy.Options{Model: "test-model", Provider: b,
-		Plugins: []plugin.Spec{subagentGuest("subagent", "spawn", "subagent", "fork")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("subagent", "spawn", "subagent", "fork")}})
 	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func toolDesc(d *deploy.Deployment, name string) (string, bool) {
 func TestSubagentToolFollowsItsProvider(t *testing.T) {
 	ctx := context.Background()
 	spec := subagentGuest("helper", "custom", "helper", "custom")
-	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{}, Plugins: []plugin.Spec{spec}})
+	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{}, Plugins: []deploy.PluginSpec{spec}})
 	if _, ok := toolDesc(d, "helper"); ok {
 		t.Fatal("the tool exists before its provider")
 	}
@@ -423,7 +423,7 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 	if err := subagent.Of(d).Unregister(ctx, "custom"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Host().Reload(ctx, spec); err != nil {
+	if _, err := plugin.HostOf(d).Reload(ctx, deploy.HostSpec(spec)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := toolDesc(d, "helper"); ok {
@@ -432,14 +432,14 @@ func TestSubagentToolFollowsItsProvider(t *testing.T) {
 	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Host().Reload(ctx, spec); err != nil {
+	if _, err := plugin.HostOf(d).Reload(ctx, deploy.HostSpec(spec)); err != nil {
 		t.Fatal(err)
 	}
 	if desc, ok := toolDesc(d, "helper"); !ok || !strings.Contains(desc, "does not see this conversation") {
 		t.Fatalf("after reload: %v %q", ok, desc)
 	}
 	// Unloading the plugin takes the tool with it.
-	if err := d.Host().Unload(ctx, "helper"); err != nil {
+	if err := plugin.HostOf(d).Unload(ctx, "helper"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := toolDesc(d, "helper"); ok {
@@ -457,7 +457,7 @@ func TestFailingProviderRemovedListenerDoesNotStarveTheTool(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Host().Load(ctx, subagentGuest("helper", "custom", "helper", "custom")); err != nil {
+	if _, err := plugin.HostOf(d).Load(ctx, deploy.HostSpec(subagentGuest("helper", "custom", "helper", "custom"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := subagent.Of(d).Register(ctx, customProvider{name: "custom"}); err != nil {
@@ -480,7 +480,7 @@ func TestFailingProviderRemovedListenerDoesNotStarveTheTool(t *testing.T) {
 func TestFailingProviderAddedListenerRollsBack(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, deploy.Options{Model: "test-model", Provider: &brain{},
-		Plugins: []plugin.Spec{subagentGuest("helper", "custom", "helper", "custom")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("helper", "custom", "helper", "custom")}})
 	if _, err := deploy.BusOf(d).On(events.EventProviderAdded, "refuser", func(context.Context, any) error {
 		return errors.New("not this one")
 	}); err != nil {
@@ -513,7 +513,7 @@ func TestChildThatDoesNotCompleteIsAToolError(t *testing.T) {
 		return scripted.Answer{}, errors.New("model unavailable")
 	})
 	d := open(t, deploy.Options{Model: "test-model", Provider: b,
-		Plugins: []plugin.Spec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
+		Plugins: []deploy.PluginSpec{subagentGuest("subagent", "spawn", "subagent", "spawn")}})
 	s, err := d.NewSession(context.Background(), deploy.SessionOptions{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +551,7 @@ subagents:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := deploy.Open(ctx, file, deploy.Options{Cache: plugintest.SharedCache(t), Builtins: guests.All()})
+	d, err := deploy.Open(ctx, file, deploy.Options{Cache: deploytest.Cache(t), Builtins: guests.All()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +599,7 @@ func TestChildHasItsOwnPluginInstances(t *testing.T) {
 		}
 		return scripted.Answer{Text: "done"}, nil
 	}}
-	d := open(t, deploy.Options{Model: "test-model", Provider: b, Plugins: []plugin.Spec{
+	d := open(t, deploy.Options{Model: "test-model", Provider: b, Plugins: []deploy.PluginSpec{
 		testkit(t, "kit", map[string]any{"tools": []string{"counter"}}),
 		subagentGuest("subagent", "spawn", "subagent", "spawn"),
 	}})

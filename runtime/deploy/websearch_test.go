@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsh-wasm/dsh-wasm/guests"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
@@ -78,7 +78,7 @@ func TestCodingAgentWebSearch(t *testing.T) {
 	}
 	ctx := context.Background()
 	d, err := deploy.OpenConfig(ctx, cfg, deploy.Options{Provider: prov, SessionsDir: t.TempDir(),
-		Cache: plugintest.SharedCache(t), Builtins: guests.All()})
+		Cache: deploytest.Cache(t), Builtins: guests.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

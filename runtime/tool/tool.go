@@ -2,7 +2,7 @@
 // the result a call gives back to the model.
 //
 // The loop runs tools through one interface (agent.ToolRunner) and knows
-// nothing of how they run. Wasm plugins (runtime/plugin), native Go tools
+// nothing of how they run. Wasm plugins (internal/plugin), native Go tools
 // (runtime/deploy), subagents and MCP-client tools all answer with a
 // Result: a tool needs nothing of the loop, and the loop nothing of the
 // tools' hosts. A tool's description, what the model is told before it calls, is

@@ -12,8 +12,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/frontend/acpagent"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
 	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
@@ -144,7 +144,7 @@ func TestBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := deploy.New(context.Background(), deploy.Options{
-		Model: "m", Provider: provider, SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t),
+		Model: "m", Provider: provider, SessionsDir: t.TempDir(), Cache: deploytest.Cache(t),
 		Tools: []deploy.Tool{
 			native("bash", tool.Result{Text: "FAIL\n[exit code: 2]"}),
 			native("read", tool.Result{Text: "no such file", IsError: true}),

@@ -11,7 +11,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/deepseek"
 	"github.com/dsh-wasm/dsh-wasm/runtime/redact"
@@ -33,7 +33,7 @@ func TestPromptErrorDoesNotShowTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := deploy.New(context.Background(), deploy.Options{Model: "m", Provider: provider,
-		SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t), Redactor: redact.New(key)})
+		SessionsDir: t.TempDir(), Cache: deploytest.Cache(t), Redactor: redact.New(key)})
 	if err != nil {
 		t.Fatal(err)
 	}

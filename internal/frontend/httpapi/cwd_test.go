@@ -15,7 +15,6 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model"
 	"github.com/dsh-wasm/dsh-wasm/runtime/model/scripted"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/session"
 )
 
@@ -48,7 +47,7 @@ func toolServer(t *testing.T) (*httptest.Server, string) {
 		return nil
 	})
 	d, err := deploy.New(context.Background(), deploy.Options{Model: "m", Provider: brain, SessionsDir: t.TempDir(), Builtins: guests.ToolFS,
-		Plugins: []plugin.Spec{{Name: "fs", Source: "builtin:tool-fs",
+		Plugins: []deploy.PluginSpec{{Name: "fs", Source: "builtin:tool-fs",
 			Grants: &config.Grants{FS: []config.FSGrant{{Path: config.Workspace, Mode: config.ModeRW}}}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,29 +11,29 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dsh-wasm/dsh-wasm/internal/deploytest"
 	"github.com/dsh-wasm/dsh-wasm/internal/frontend/mcpserver"
 	"github.com/dsh-wasm/dsh-wasm/internal/guestbuild"
-	"github.com/dsh-wasm/dsh-wasm/internal/plugintest"
+	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
-func kit(t *testing.T, cfg map[string]any) plugin.Spec {
+func kit(t *testing.T, cfg map[string]any) deploy.PluginSpec {
 	t.Helper()
 	path, err := guestbuild.Build("testdata/guests/testkit")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(cfg)
-	return plugin.Spec{Name: "kit", Source: path, Config: b}
+	return deploy.PluginSpec{Name: "kit", Source: path, Config: b}
 }
 
 // serve opens a deployment of spec (no model: the kit's variable then
 // has no value) and connects an in-memory client.
-func serve(t *testing.T, spec plugin.Spec, opts *mcp.ClientOptions) (*deploy.Deployment, *mcp.ClientSession, string) {
+func serve(t *testing.T, spec deploy.PluginSpec, opts *mcp.ClientOptions) (*deploy.Deployment, *mcp.ClientSession, string) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := deploy.New(ctx, deploy.Options{Plugins: []plugin.Spec{spec}, SessionsDir: t.TempDir(), Cache: plugintest.SharedCache(t)})
+	d, err := deploy.New(ctx, deploy.Options{Plugins: []deploy.PluginSpec{spec}, SessionsDir: t.TempDir(), Cache: deploytest.Cache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,8 @@ func TestToolListChanged(t *testing.T) {
 	if got := names(); !slices.Equal(got, []string{"echo"}) {
 		t.Fatalf("tools = %v", got)
 	}
-	if _, err := d.Host().Reload(ctx, kit(t, map[string]any{"tools": []string{"echo", "counter"}})); err != nil {
+	k := kit(t, map[string]any{"tools": []string{"echo", "counter"}})
+	if _, err := plugin.HostOf(d).Reload(ctx, plugin.Spec{Name: k.Name, Source: k.Source, Config: k.Config}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -1,5 +1,5 @@
 // bench-c is testkit's echo tool in freestanding C (no libc, no WASI), so
-// runtime/plugin's benchmarks can time the host's tool-call path with a
+// internal/plugin's benchmarks can time the host's tool-call path with a
 // guest whose own work is small: Go's Wasm code generation makes even a
 // zero-allocation Go guest spend most of a call in the guest.
 //

@@ -1,7 +1,7 @@
 //go:build wasip1
 
 // Command bench-pdk is the Extism twin of testkit's echo tools, built on
-// the official Go PDK (github.com/extism/go-pdk v1.1.3) so runtime/plugin's
+// the official Go PDK (github.com/extism/go-pdk v1.1.3) so internal/plugin's
 // benchmarks can compare a dsh:host/v1 tool call with the same work done
 // through extism go-sdk's Plugin.Call. Its exports decode {"text": ...}
 // from the input, send one JSON log request to the host function

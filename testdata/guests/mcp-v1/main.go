@@ -3,7 +3,7 @@
 // Command mcp-v1 is a hyper-mcp v1 plugin written on the official Go PDK
 // (github.com/extism/go-pdk v1.1.3), as community plugins are: it exports
 // describe and call, and imports hyper-mcp host functions from
-// extism:host/user. runtime/plugin's community-ABI tests and the hostile
+// extism:host/user. internal/plugin's community-ABI tests and the hostile
 // suite load it unmodified.
 //
 // Tools: echo {text}; media (text, image and resource blocks); read_file

@@ -1,7 +1,7 @@
 //go:build wasip1
 
 // Command testkit is a test plugin whose behaviour its config chooses. It
-// exercises every host function, valid and invalid, for runtime/plugin's
+// exercises every host function, valid and invalid, for internal/plugin's
 // tests and benchmarks.
 package main
 

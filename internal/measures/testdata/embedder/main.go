@@ -10,7 +10,6 @@ import (
 	"os"
 
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
-	"github.com/dsh-wasm/dsh-wasm/runtime/plugin"
 )
 
 func main() {
@@ -19,7 +18,7 @@ func main() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	d, err := deploy.New(ctx, deploy.Options{Model: "m", Plugins: []plugin.Spec{{Source: os.Args[1]}}})
+	d, err := deploy.New(ctx, deploy.Options{Model: "m", Plugins: []deploy.PluginSpec{{Source: os.Args[1]}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
