@@ -40,6 +40,30 @@ var (
 	ErrUnbalancedBraces = errors.New("unbalanced braces")
 )
 
+// ErrUnresolvedReference: a static section references a variable that no
+// owner provides once the whole deployment has loaded. A
+// *ReferenceError wraps it.
+var ErrUnresolvedReference = errors.New("unresolved variable reference")
+
+// ReferenceError names the plugin that owns a static section, the section,
+// and the variable it references that nobody provides. Plugin is empty
+// for a section of the harness (the deployment's persona, say). A
+// deployment that holds one fails to open (deploy.New).
+type ReferenceError struct {
+	Plugin, Section, Variable string
+}
+
+func (e *ReferenceError) Error() string {
+	who := "the harness"
+	if e.Plugin != "" {
+		who = fmt.Sprintf("plugin %q", e.Plugin)
+	}
+	return fmt.Sprintf("%s: section %q references {{%s}}, which no plugin and not the harness provides", who, e.Section, e.Variable)
+}
+
+// Unwrap returns ErrUnresolvedReference.
+func (e *ReferenceError) Unwrap() error { return ErrUnresolvedReference }
+
 // ErrProvider is wrapped by every *ProviderError.
 var ErrProvider = errors.New("prompt provider failed")
 

@@ -16,26 +16,12 @@ import (
 // (grants.prompt.order), which waterfalls it joins (grants.events), and
 // what it may change in an assembly passing through its assemble hook.
 
-// ErrUnresolvedReference: a plugin's static section references a variable
-// that no owner provides once the whole deployment has loaded.
-var ErrUnresolvedReference = errors.New("unresolved variable reference")
+// ErrUnresolvedReference and ReferenceError are prompt's: an embedder
+// finds them with errors.Is and errors.As on what deploy.New returns.
+var ErrUnresolvedReference = prompt.ErrUnresolvedReference
 
-// ReferenceError names a plugin, its section and the variable it
-// references that nobody provides. Plugin is empty for a section of the
-// harness (the deployment's persona, say).
-type ReferenceError struct {
-	Plugin, Section, Variable string
-}
-
-func (e *ReferenceError) Error() string {
-	who := "the harness"
-	if e.Plugin != "" {
-		who = fmt.Sprintf("plugin %q", e.Plugin)
-	}
-	return fmt.Sprintf("%s: section %q references {{%s}}, which no plugin and not the harness provides", who, e.Section, e.Variable)
-}
-
-func (e *ReferenceError) Unwrap() error { return ErrUnresolvedReference }
+// ReferenceError is prompt.ReferenceError.
+type ReferenceError = prompt.ReferenceError
 
 // owner is how the registry and render errors name the plugin.
 func ownerOf(name string) string { return "plugin " + name }

@@ -295,7 +295,7 @@ func New(ctx context.Context, opts Options) (_ *Deployment, err error) {
 	// Everything that registers at open has: a static section that
 	// references a variable nobody provides would fail every turn of
 	// every agent, so it fails the deployment now, naming plugin, section
-	// and variable (plugin.ReferenceError), and the host checks every
+	// and variable (*prompt.ReferenceError), and the host checks every
 	// later load, reload and registration the same way. With an assemble
 	// hook present, which may supply the variable late, it only warns.
 	if err := d.host.CheckReferences(ctx); err != nil {

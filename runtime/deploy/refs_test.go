@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-wasm/dsh-wasm/internal/events"
 	"github.com/dsh-wasm/dsh-wasm/internal/plugin"
 	"github.com/dsh-wasm/dsh-wasm/internal/syncbuf"
+	"github.com/dsh-wasm/dsh-wasm/prompt"
 	"github.com/dsh-wasm/dsh-wasm/runtime/config"
 	"github.com/dsh-wasm/dsh-wasm/runtime/deploy"
 )
@@ -33,17 +34,17 @@ func TestDanglingReferenceFailsNew(t *testing.T) {
 		name    string
 		persona string
 		plugins func(t *testing.T) []deploy.PluginSpec
-		want    plugin.ReferenceError
+		want    prompt.ReferenceError
 	}{
 		{"plugin section", "", func(t *testing.T) []deploy.PluginSpec {
 			return []deploy.PluginSpec{
 				testkit(t, "fine", staticSection("fine:s", "Fine.")),
 				testkit(t, "dangler", staticSection("dangler:habits", "Prefer {{no_such_variable}}.")),
 			}
-		}, plugin.ReferenceError{Plugin: "dangler", Section: "dangler:habits", Variable: "no_such_variable"}},
+		}, prompt.ReferenceError{Plugin: "dangler", Section: "dangler:habits", Variable: "no_such_variable"}},
 		{"persona", "You run on {{no_such_platform}}.", func(t *testing.T) []deploy.PluginSpec {
 			return []deploy.PluginSpec{testkit(t, "fine", staticSection("fine:s", "Fine."))}
-		}, plugin.ReferenceError{Section: "deployment:persona", Variable: "no_such_platform"}},
+		}, prompt.ReferenceError{Section: "deployment:persona", Variable: "no_such_platform"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,11 +59,11 @@ func TestDanglingReferenceFailsNew(t *testing.T) {
 				d.Close(context.Background())
 				t.Fatal("New opened a deployment whose section references a variable nobody provides")
 			}
-			var re *plugin.ReferenceError
+			var re *prompt.ReferenceError
 			if !errors.As(err, &re) || *re != c.want {
-				t.Fatalf("New = %v, want a *plugin.ReferenceError %+v", err, c.want)
+				t.Fatalf("New = %v, want a *prompt.ReferenceError (what an embedder can name) %+v", err, c.want)
 			}
-			if !errors.Is(err, plugin.ErrUnresolvedReference) {
+			if !errors.Is(err, prompt.ErrUnresolvedReference) {
 				t.Errorf("error %v is not ErrUnresolvedReference", err)
 			}
 			for _, part := range []string{c.want.Section, "{{" + c.want.Variable + "}}", c.want.Plugin} {
