@@ -3,7 +3,6 @@
 package deploytest
 
 import (
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -24,12 +23,12 @@ var (
 func Cache(t testing.TB) *deploy.Cache {
 	t.Helper()
 	once.Do(func() {
-		dir, e := guestbuild.CacheDir()
+		dir, e := guestbuild.CompileCacheDir()
 		if e != nil {
 			err = e
 			return
 		}
-		cache, err = deploy.NewCache(filepath.Join(dir, "wazero"))
+		cache, err = deploy.NewCache(dir)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -141,6 +141,18 @@ func CacheDir() (string, error) {
 	return filepath.Join(base, "dsh-wasm-test"), nil
 }
 
+// CompileCacheDir is the tests' shared compilation cache, inside
+// CacheDir: every test helper that opens the shared cache (plugin's,
+// plugintest's, deploytest's, the hostile suite's children) opens this
+// one, so each guest compiles once per machine.
+func CompileCacheDir() (string, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "wazero"), nil
+}
+
 // sourceKey hashes everything a guest build depends on inside the module:
 // the guest's own files, the SDK, go.mod, go.sum and the toolchain.
 func sourceKey(root, dir string) (string, error) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,12 +24,12 @@ var (
 // package, so each module compiles once per machine, not once per test.
 func sharedCache(t testing.TB) *Cache {
 	cacheOnce.Do(func() {
-		dir, err := guestbuild.CacheDir()
+		dir, err := guestbuild.CompileCacheDir()
 		if err != nil {
 			cacheErr = err
 			return
 		}
-		testCache, cacheErr = NewCache(filepath.Join(dir, "wazero"))
+		testCache, cacheErr = NewCache(dir)
 	})
 	if cacheErr != nil {
 		t.Fatal(cacheErr)

@@ -4,7 +4,6 @@
 package plugintest
 
 import (
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -24,12 +23,12 @@ var (
 func SharedCache(t testing.TB) *plugin.Cache {
 	t.Helper()
 	once.Do(func() {
-		dir, e := guestbuild.CacheDir()
+		dir, e := guestbuild.CompileCacheDir()
 		if e != nil {
 			err = e
 			return
 		}
-		cache, err = plugin.NewCache(filepath.Join(dir, "wazero"))
+		cache, err = plugin.NewCache(dir)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -83,11 +82,11 @@ func runChild(raw string) int {
 func childScenario(spec childSpec) (childResult, error) {
 	ctx := context.Background()
 	res := childResult{GCMs: -1}
-	dir, err := guestbuild.CacheDir()
+	dir, err := guestbuild.CompileCacheDir()
 	if err != nil {
 		return res, err
 	}
-	cache, err := plugin.NewCache(filepath.Join(dir, "wazero"))
+	cache, err := plugin.NewCache(dir)
 	if err != nil {
 		return res, err
 	}
